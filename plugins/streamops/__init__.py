@@ -1,0 +1,1 @@
+"""streamops: operations for long-running Spark Structured Streaming jobs."""

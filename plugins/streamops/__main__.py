@@ -1,0 +1,3 @@
+from streamops.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""The ``streamops`` command line: every operation of the project from a terminal.
+
+Each group of verbs lives in its own module and registers its sub-commands here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from streamops.exceptions import StreamopsError
+from streamops.settings import Settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from streamops.cli import cluster_cmds, job_cmds, sim_cmds
+
+    parser = argparse.ArgumentParser(
+        prog="streamops",
+        description="Operate long-running Spark Structured Streaming jobs.",
+    )
+    parser.add_argument("--state-root", help="state root directory (STREAMOPS_STATE_ROOT)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cluster_cmds.register(sub)
+    job_cmds.register(sub)
+    sim_cmds.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = Settings.from_env(state_root=args.state_root)
+        return int(args.handler(args, settings) or 0)
+    except StreamopsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

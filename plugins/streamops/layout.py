@@ -1,0 +1,147 @@
+"""The state root: the one module that owns the directory layout.
+
+Both the ops side (CLI, Airflow) and the job runtime inside the Spark driver import this
+module, so a path is spelled in exactly one place::
+
+    <root>/checkpoints/<job>/<stage>/          Spark checkpoint of one stage
+    <root>/savepoints/<name>/manifest.json     savepoint manifest (+ stages/<stage>/)
+    <root>/jobs/<job>/status.json              written by the driver after every batch
+    <root>/jobs/<job>/status-history.jsonl     one line per batch, for gap measurements
+    <root>/jobs/<job>/submissions.jsonl        one line per submission made by the ops side
+    <root>/jobs/<job>/control/<id>.json        control requests (+ <id>.result.json)
+    <root>/jobs/<job>/lease.json               fencing lease
+    <root>/cluster/                            pid files, recovery dir, worker dirs, logs
+    <root>/data/alpha/                         default drop directory of fleetsim-alpha
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamops.names import check_name
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """Paths under one state root. Every name is validated before it becomes a path."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, root: str | os.PathLike[str]) -> StateLayout:
+        return cls(Path(root).expanduser().resolve())
+
+    # --- jobs -------------------------------------------------------------------------
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    def job_checkpoints(self, job: str) -> Path:
+        return self.checkpoints_dir / check_name("job", job)
+
+    def checkpoint(self, job: str, stage: str) -> Path:
+        return self.job_checkpoints(job) / check_name("stage", stage)
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.root / "jobs"
+
+    def job_dir(self, job: str) -> Path:
+        return self.jobs_dir / check_name("job", job)
+
+    def status_file(self, job: str) -> Path:
+        return self.job_dir(job) / "status.json"
+
+    def status_history(self, job: str) -> Path:
+        return self.job_dir(job) / "status-history.jsonl"
+
+    def submissions_file(self, job: str) -> Path:
+        return self.job_dir(job) / "submissions.jsonl"
+
+    def control_dir(self, job: str) -> Path:
+        return self.job_dir(job) / "control"
+
+    def lease_file(self, job: str) -> Path:
+        return self.job_dir(job) / "lease.json"
+
+    def known_jobs(self) -> list[str]:
+        if not self.jobs_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.jobs_dir.iterdir() if p.is_dir())
+
+    # --- savepoints -------------------------------------------------------------------
+    @property
+    def savepoints_dir(self) -> Path:
+        return self.root / "savepoints"
+
+    def savepoint(self, name: str) -> Path:
+        return self.savepoints_dir / check_name("savepoint", name)
+
+    # --- cluster ----------------------------------------------------------------------
+    @property
+    def cluster_dir(self) -> Path:
+        return self.root / "cluster"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.cluster_dir / "logs"
+
+    @property
+    def recovery_dir(self) -> Path:
+        return self.cluster_dir / "recovery"
+
+    def worker_dir(self, worker: str) -> Path:
+        return self.cluster_dir / "work" / check_name("worker", worker)
+
+    def pid_file(self, daemon: str) -> Path:
+        return self.cluster_dir / "pids" / f"{check_name('daemon', daemon)}.json"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.root / "lib"
+
+    # --- data -------------------------------------------------------------------------
+    @property
+    def alpha_dir(self) -> Path:
+        return self.root / "data" / "alpha"
+
+    @property
+    def default_store_url(self) -> str:
+        return f"sqlite:///{self.root / 'fleet.db'}"
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON to ``path`` atomically: a temporary file beside it, fsync, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2, sort_keys=True, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any | None:
+    """Read a JSON file written by :func:`write_json_atomic`; ``None`` if it does not exist."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one JSON line (a single ``write`` call, so lines never interleave)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, sort_keys=True, default=str) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)

@@ -1,0 +1,76 @@
+"""Where things are: the state root, the master's address and ports, the Python of the jobs.
+
+Read from ``STREAMOPS_*`` environment variables (so tests and compose can move every port
+and directory), with loopback defaults for the embedded local cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from streamops.exceptions import ConfigError
+from streamops.layout import StateLayout
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+_ENV = {
+    "state_root": "STREAMOPS_STATE_ROOT",
+    "config_dir": "STREAMOPS_CONFIG_DIR",
+    "master_host": "STREAMOPS_MASTER_HOST",
+    "master_port": "STREAMOPS_MASTER_PORT",
+    "master_webui_port": "STREAMOPS_MASTER_WEBUI_PORT",
+    "rest_port": "STREAMOPS_REST_PORT",
+    "python": "STREAMOPS_PYTHON",
+}
+
+
+class Settings(BaseModel):
+    """Process-wide settings. Immutable; build one with :meth:`from_env`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    state_root: Path = Field(default=Path("var"), description="root of all job state")
+    config_dir: Path = Field(default=PROJECT_ROOT / "config")
+    master_host: str = "127.0.0.1"
+    master_port: int = Field(default=7077, ge=1, le=65535)
+    master_webui_port: int = Field(default=8080, ge=1, le=65535)
+    rest_port: int = Field(default=6066, ge=1, le=65535)
+    python: str = Field(default=sys.executable, description="Python of drivers and executors")
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {k: env[v] for k, v in _ENV.items() if env.get(v)}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            settings = cls(**values)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            raise ConfigError(
+                f"invalid setting {field} ({_ENV.get(field, field)}): {err['msg']}"
+            ) from exc
+        return settings.model_copy(
+            update={"state_root": settings.state_root.expanduser().resolve()}
+        )
+
+    @property
+    def layout(self) -> StateLayout:
+        return StateLayout.at(self.state_root)
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{self.master_host}:{self.master_port}"
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://{self.master_host}:{self.rest_port}"
+
+    @property
+    def webui_url(self) -> str:
+        return f"http://{self.master_host}:{self.master_webui_port}"

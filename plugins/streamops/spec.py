@@ -1,0 +1,151 @@
+"""Job specs: ``config/jobs/<job>.yaml``, validated with one clear error per bad field."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from streamops.exceptions import ConfigError, UnsafeNameError
+from streamops.names import check_name
+
+_DURATION = re.compile(
+    r"^\s*(\d+(?:\.\d+)?)\s*(ms|millis|milliseconds?|s|sec|seconds?|m|min|minutes?)\s*$"
+)
+_MEMORY = re.compile(r"^\d+[kmgt]?$", re.IGNORECASE)
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class ProcessingGuarantee(StrEnum):
+    EXACTLY_ONCE = "exactly_once"
+    AT_LEAST_ONCE = "at_least_once"
+    NONE = "none"
+
+
+def parse_duration(text: str) -> float:
+    """``"2 seconds"``, ``"500ms"``, ``"1 min"`` → seconds as a float."""
+    m = _DURATION.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a duration like '2 seconds', '500 ms' or '1 minute'")
+    value, unit = float(m.group(1)), m.group(2)
+    if unit.startswith("m") and unit not in ("m", "min", "minute", "minutes"):
+        return value / 1000.0
+    if unit in ("m", "min", "minute", "minutes"):
+        return value * 60.0
+    return value
+
+
+class Resources(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    driver_cores: int = Field(default=1, ge=1, le=64)
+    driver_memory: str = "1g"
+    executor_cores: int = Field(default=1, ge=1, le=64)
+    executor_memory: str = "1g"
+    max_cores: int = Field(default=2, ge=1, le=1024, description="spark.cores.max")
+
+    @field_validator("driver_memory", "executor_memory")
+    @classmethod
+    def _memory(cls, v: str) -> str:
+        if not _MEMORY.match(v):
+            raise ValueError(f"{v!r} is not a memory size like '512m' or '1g'")
+        return v.lower()
+
+
+class JobSpec(BaseModel):
+    """What to run: one streaming job, identified by its name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    version: str = Field(min_length=1, max_length=64)
+    entrypoint: str = Field(description="module with a build(ctx) function, e.g. spark_jobs.x")
+    description: str = ""
+    args: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    processing_guarantee: ProcessingGuarantee = ProcessingGuarantee.EXACTLY_ONCE
+    trigger_interval: str = "2 seconds"
+    resources: Resources = Field(default_factory=Resources)
+    classpath_jars: list[str] = Field(default_factory=list)
+    conf: dict[str, str] = Field(default_factory=dict, description="extra Spark properties")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        try:
+            return check_name("job", v)
+        except UnsafeNameError as exc:
+            raise ValueError(str(exc)) from exc
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _entrypoint(cls, v: str) -> str:
+        if not _MODULE.match(v):
+            raise ValueError(f"{v!r} is not a dotted Python module name")
+        return v
+
+    @field_validator("trigger_interval")
+    @classmethod
+    def _trigger(cls, v: str) -> str:
+        seconds = parse_duration(v)
+        if seconds <= 0:
+            raise ValueError("must be greater than zero")
+        return v
+
+    @field_validator("conf")
+    @classmethod
+    def _conf(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in v if not k.startswith("spark.")]
+        if bad:
+            raise ValueError(f"keys must start with 'spark.': {', '.join(bad)}")
+        return {k: str(x) for k, x in v.items()}
+
+    @property
+    def trigger_seconds(self) -> float:
+        return parse_duration(self.trigger_interval)
+
+    def resolved_args(self, **context: str) -> dict[str, str | int | float | bool]:
+        """Arguments with ``{state_root}``-style placeholders filled from ``context``."""
+        out: dict[str, str | int | float | bool] = {}
+        for key, value in self.args.items():
+            if isinstance(value, str):
+                try:
+                    value = value.format(**context)
+                except KeyError as exc:
+                    raise ConfigError(
+                        f"job spec {self.name}: args.{key} uses unknown placeholder {exc}; "
+                        f"known: {', '.join(sorted(context))}"
+                    ) from exc
+            out[key] = value
+        return out
+
+
+def spec_from_dict(data: Any, source: str = "<spec>") -> JobSpec:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a job spec must be a mapping of fields, got {type(data)}")
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "(spec)"
+            msg = err["msg"].removeprefix("Value error, ")
+            lines.append(f"  {field}: {msg}")
+        raise ConfigError(f"{source}: invalid job spec\n" + "\n".join(lines)) from exc
+
+
+def load_spec(path: str | Path) -> JobSpec:
+    """Load and validate a job spec YAML file; every bad field is named in the error."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read job spec {p}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    return spec_from_dict(data, source=str(p))

@@ -1,0 +1,1 @@
+"""Spark-side code: the job runtime, sources, sinks and the jobs themselves."""
