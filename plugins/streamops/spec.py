@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from enum import StrEnum
 from pathlib import Path
@@ -149,3 +152,16 @@ def load_spec(path: str | Path) -> JobSpec:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
     return spec_from_dict(data, source=str(p))
+
+
+def encode_spec(spec: JobSpec) -> str:
+    """The spec as one command-line-safe token (base64 of its JSON), for the driver's args."""
+    return base64.urlsafe_b64encode(spec.model_dump_json().encode()).decode()
+
+
+def decode_spec(token: str) -> JobSpec:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (ValueError, binascii.Error) as exc:
+        raise ConfigError(f"the submitted job spec is not valid base64 JSON: {exc}") from exc
+    return spec_from_dict(data, source="submitted spec")

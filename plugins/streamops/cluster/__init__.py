@@ -1,0 +1,42 @@
+"""The Spark standalone cluster: the embedded local cluster and a client of any master.
+
+- :class:`LocalCluster` starts, stops, scales and inspects a master and workers on this
+  machine (pid files and logs under ``<state>/cluster``);
+- :class:`MasterClient` talks to a master's JSON and REST submission API;
+- :func:`check_spark_install` makes sure the installed pyspark has matching jars.
+
+Nothing here imports pyspark.
+"""
+
+from __future__ import annotations
+
+from streamops.cluster.client import (
+    AppInfo,
+    DriverInfo,
+    KillResult,
+    MasterClient,
+    SubmissionStatus,
+    WorkerInfo,
+    submission_request,
+)
+from streamops.cluster.local import LocalCluster
+from streamops.cluster.profile import ClusterProfile
+from streamops.cluster.spark_home import SparkInstall, check_spark_install, find_spark_home
+from streamops.cluster.status import ClusterStatus, WorkerStatus
+
+__all__ = [
+    "AppInfo",
+    "ClusterProfile",
+    "ClusterStatus",
+    "DriverInfo",
+    "KillResult",
+    "LocalCluster",
+    "MasterClient",
+    "SparkInstall",
+    "SubmissionStatus",
+    "WorkerInfo",
+    "WorkerStatus",
+    "check_spark_install",
+    "find_spark_home",
+    "submission_request",
+]

@@ -1,0 +1,235 @@
+"""The job registry: what runs under each job name, seen from the ops side.
+
+A job's identity is its name, never a driver id: a driver relaunched by ``--supervise``
+gets a new id. A job's view combines three observations:
+
+- ``jobs/<job>/status.json``, written by the driver itself (its driver id, app id, stages);
+- ``jobs/<job>/submissions.jsonl``, written by the ops side on every submit and cancel;
+- the master's JSON: active and completed drivers, active applications (named by job).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamops.cluster.client import DriverInfo, MasterClient
+from streamops.exceptions import JobError, JobNotFound
+from streamops.layout import append_jsonl, read_json
+from streamops.names import check_name
+from streamops.settings import Settings
+
+log = logging.getLogger("streamops.jobs")
+
+LIVE_DRIVER_STATES = frozenset({"SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"})
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One job as the ops side sees it right now."""
+
+    name: str
+    version: str | None
+    state: str
+    is_live: bool
+    driver_id: str | None
+    driver_state: str | None
+    worker: str | None
+    last_batch_age: float | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    status: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def stages(self) -> dict[str, dict[str, Any]]:
+        return self.status.get("stages") or {}
+
+    @property
+    def healthy(self) -> bool:
+        """Live, running, and every stage has committed at least one batch."""
+        return (
+            self.is_live
+            and self.status.get("state") == "RUNNING"
+            and self.status.get("driver_id") == self.driver_id
+            and bool(self.stages)
+            and all(s.get("batch_id") is not None for s in self.stages.values())
+        )
+
+
+def read_submissions(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a torn last line after a crash; earlier lines are intact
+    return out
+
+
+class JobRegistry:
+    def __init__(self, settings: Settings, client: MasterClient | None = None) -> None:
+        self.settings = settings
+        self.layout = settings.layout
+        self.client = client or MasterClient(settings)
+
+    def names(self) -> list[str]:
+        return self.layout.known_jobs()
+
+    def view(self, name: str) -> JobView:
+        check_name("job", name)
+        return self._view(name, self.client.state())
+
+    def list(self) -> list[JobView]:
+        master = self.client.state()
+        return [self._view(n, master) for n in self.names()]
+
+    def _view(self, name: str, master: dict[str, Any]) -> JobView:
+        status = read_json(self.layout.status_file(name)) or {}
+        submitted = [
+            s
+            for s in read_submissions(self.layout.submissions_file(name))
+            if s.get("event") == "submitted"
+        ]
+        candidates = [c for c in (status.get("driver_id"),) if c]
+        candidates += [s["driver_id"] for s in reversed(submitted) if s.get("driver_id")]
+        active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
+        done = [DriverInfo.from_json(d) for d in master.get("completeddrivers") or []]
+        live = next(
+            (d for c in candidates for d in active if d.id == c and d.state in LIVE_DRIVER_STATES),
+            None,
+        )
+        app_live = any(
+            a.get("name") == name and a.get("state") in ("RUNNING", "WAITING")
+            for a in master.get("activeapps") or []
+        )
+        finished = next((d for c in candidates for d in done if d.id == c), None)
+        state = _state(status, live, app_live, finished)
+        last = _last_batch_at(status)
+        return JobView(
+            name=name,
+            version=status.get("version") or (submitted[-1].get("version") if submitted else None),
+            state=state,
+            is_live=live is not None or app_live,
+            driver_id=live.id if live else (status.get("driver_id") if app_live else None),
+            driver_state=(live or finished).state if (live or finished) else None,
+            worker=_worker_address(master, live.worker) if live else None,
+            last_batch_age=round(time.time() - last, 1) if last else None,
+            input_rows_per_second=_rate(status, "input_rows_per_second"),
+            processed_rows_per_second=_rate(status, "processed_rows_per_second"),
+            status=status,
+        )
+
+    def wait_healthy(
+        self, name: str, *, timeout: float, since_driver: str | None = None
+    ) -> JobView:
+        """Block until ``name`` is healthy (every stage committed a batch) or fail clearly."""
+        deadline = time.monotonic() + timeout
+        next_log = 0.0
+        while True:
+            view = self.view(name)
+            if view.healthy and (since_driver is None or _is_run_of(view, since_driver, self)):
+                log.info("job %s v%s is healthy on driver %s", name, view.version, view.driver_id)
+                return view
+            if not view.is_live and view.driver_state in ("FAILED", "ERROR", "KILLED", "FINISHED"):
+                raise JobError(
+                    f"job {name} did not become healthy: driver {since_driver or view.driver_id} "
+                    f"ended {view.driver_state}. {self.failure_detail(view, since_driver)}"
+                )
+            if time.monotonic() >= deadline:
+                raise JobError(
+                    f"job {name} not healthy after {timeout:.0f}s (state {view.state}, stages "
+                    f"{_stage_batches(view)}). {self.failure_detail(view, since_driver)}"
+                )
+            if time.monotonic() >= next_log:
+                log.info(
+                    "waiting for job %s to be healthy: state %s, driver %s, stages %s",
+                    name, view.state, view.driver_state, _stage_batches(view),
+                )  # fmt: skip
+                next_log = time.monotonic() + 10
+            time.sleep(1.0)
+
+    def failure_detail(self, view: JobView, driver_id: str | None = None) -> str:
+        """The job's recorded error, or the tail of the driver's stderr on its worker."""
+        if view.status.get("error") and view.status.get("driver_id") == (
+            driver_id or view.driver_id
+        ):
+            return f"Job error: {view.status['error'][:1500]}"
+        for path in sorted(self.layout.cluster_dir.glob(f"work/*/{driver_id or '-'}/stderr")):
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            errors = [ln for ln in lines if "Error" in ln or "Exception" in ln][-5:]
+            return f"Driver log {path}: " + " | ".join(errors or lines[-5:])
+        return "No driver log found."
+
+    def cancel(self, name: str, *, timeout: float = 60.0) -> list[str]:
+        """Kill every live driver of ``name`` (no relaunch) and wait until it is gone."""
+        view = self.view(name)
+        if not view.is_live:
+            raise JobNotFound(f"job {name} is not running (state {view.state})")
+        if not view.driver_id:
+            raise JobError(
+                f"job {name} has a live application but its driver is not identified yet "
+                "(it may be relaunching); retry in a few seconds"
+            )
+        log.info("cancelling job %s: killing driver %s", name, view.driver_id)
+        self.client.kill_submission(view.driver_id)
+        append_jsonl(
+            self.layout.submissions_file(name),
+            {"event": "cancelled", "driver_id": view.driver_id, "at": time.time()},
+        )
+        deadline = time.monotonic() + timeout
+        while self.view(name).is_live:
+            if time.monotonic() > deadline:
+                raise JobError(f"job {name} still live {timeout:.0f}s after its driver was killed")
+            time.sleep(0.5)
+        log.info("job %s cancelled", name)
+        return [view.driver_id]
+
+
+def _is_run_of(view: JobView, driver_id: str, registry: JobRegistry) -> bool:
+    """True if the status belongs to ``driver_id`` or to a relaunch submitted after it."""
+    if view.status.get("driver_id") == driver_id:
+        return True
+    subs = read_submissions(registry.layout.submissions_file(view.name))
+    at = next((s.get("at", 0) for s in subs if s.get("driver_id") == driver_id), None)
+    return at is not None and float(view.status.get("started_at") or 0) >= float(at)
+
+
+def _state(status: dict[str, Any], live: DriverInfo | None, app_live: bool,
+           finished: DriverInfo | None) -> str:  # fmt: skip
+    if live is not None:
+        if status.get("driver_id") == live.id and status.get("state"):
+            return str(status["state"])
+        return "SUBMITTED" if live.state == "SUBMITTED" else "STARTING"
+    if app_live:
+        return "RELAUNCHING"
+    if finished is not None:
+        return finished.state
+    return str(status.get("state") or "NOT_SUBMITTED")
+
+
+def _last_batch_at(status: dict[str, Any]) -> float | None:
+    times = [s.get("last_batch_at") for s in (status.get("stages") or {}).values()]
+    times = [t for t in times if t]
+    return max(times) if times else None
+
+
+def _rate(status: dict[str, Any], key: str) -> float | None:
+    values = [s.get(key) for s in (status.get("stages") or {}).values() if s.get(key) is not None]
+    return round(sum(values), 1) if values else None
+
+
+def _stage_batches(view: JobView) -> str:
+    return ", ".join(f"{n}={s.get('batch_id')}" for n, s in view.stages.items()) or "none"
+
+
+def _worker_address(master: dict[str, Any], worker_id: str) -> str | None:
+    for w in master.get("workers") or []:
+        if w.get("id") == worker_id:
+            return f"{w.get('host')}:{w.get('port')}"
+    return worker_id or None

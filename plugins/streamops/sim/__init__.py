@@ -1,0 +1,53 @@
+"""The fleet simulators of the seed lab: fleetsim-alpha (CSV files) and fleetsim-beta (HTTP).
+
+Both draw deterministic GPS pings from a :class:`Fleet` and may append every record they
+emit to an oracle journal (:func:`read_journal`). Run them from a terminal with
+``streamops sim alpha|beta`` (or ``python -m streamops.sim.alpha|beta``) or from Python::
+
+    sim = AlphaSimulator(directory, rate=100, journal="alpha.jsonl")
+    sim.start(); ...; sim.stop()
+
+Names are imported lazily, so reading pings or a journal does not import FastAPI.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streamops.sim.alpha import AlphaSimulator
+    from streamops.sim.beta import BetaSimulator, create_app
+    from streamops.sim.fleet import Fleet, Ping, is_valid_vin
+    from streamops.sim.journal import JournalRecord, read_journal, valid_pings
+
+_EXPORTS = {
+    "AlphaSimulator": "streamops.sim.alpha",
+    "BetaSimulator": "streamops.sim.beta",
+    "create_app": "streamops.sim.beta",
+    "Fleet": "streamops.sim.fleet",
+    "Ping": "streamops.sim.fleet",
+    "is_valid_vin": "streamops.sim.fleet",
+    "JournalRecord": "streamops.sim.journal",
+    "read_journal": "streamops.sim.journal",
+    "valid_pings": "streamops.sim.journal",
+}
+
+__all__ = [
+    "AlphaSimulator",
+    "BetaSimulator",
+    "Fleet",
+    "JournalRecord",
+    "Ping",
+    "create_app",
+    "is_valid_vin",
+    "read_journal",
+    "valid_pings",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,400 @@
+"""fleetsim-beta: serves fleet pings over HTTP from a bounded history.
+
+Endpoints (FastAPI, see :func:`create_app`):
+
+- ``GET /pings?since=N&limit=M`` → 200, a JSON array of the records with sequence > N in
+  ascending order, at most M (default 200, at most 10000, 0 allowed). When records after N
+  are no longer held (``N < oldest held - 1``) → 410 ``{"error": "since_too_old", "detail",
+  "requested_since", "oldest_available"}``, never an empty list. Beyond the head → ``[]``.
+- ``GET /head`` → ``{"first": oldest held or null, "last": newest (0 if none), "emitted"}``.
+- ``GET /health`` → ``{"status": "ok"}``.
+
+Each record's JSON text is produced once, journaled, held, and served byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Query
+from fastapi.responses import JSONResponse, Response
+
+from streamops.exceptions import SimulatorError
+from streamops.sim.fleet import (
+    Fleet,
+    Pacer,
+    Ping,
+    Timestamps,
+    check_emission_params,
+    check_param,
+    malformed_kind,
+)
+from streamops.sim.journal import JournalRecord, JournalWriter
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 200
+MAX_LIMIT = 10_000
+BETA_MALFORMED_KINDS = (
+    "latitude_not_number",
+    "missing_vin",
+    "latitude_out_of_range",
+    "obd_codes_not_list",
+)
+"""The ways beta breaks every ``malformed_every``-th record, in rotation."""
+
+
+def malformed_json(ping: Ping, kind: str) -> str:
+    """The JSON text of ``ping`` broken in the way ``kind`` names (it keeps its sequence)."""
+    data = ping.to_dict()
+    if kind == "latitude_not_number":
+        data["latitude"] = "north"
+    elif kind == "missing_vin":
+        del data["vin"]
+    elif kind == "latitude_out_of_range":
+        data["latitude"] = 123.0
+    elif kind == "obd_codes_not_list":
+        data["obd_codes"] = "P0300"
+    else:
+        raise ValueError(f"unknown malformation {kind!r}")
+    return json.dumps(data, separators=(",", ":"))
+
+
+class SinceTooOld(Exception):
+    """The records after ``since`` were evicted from the history."""
+
+    def __init__(self, since: int, oldest: int) -> None:
+        super().__init__(f"since={since} but the oldest held record is {oldest}")
+        self.since = since
+        self.oldest = oldest
+
+
+class PingHistory:
+    """The last ``capacity`` records (raw JSON texts), by contiguous sequence. Thread-safe."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        check_param(
+            isinstance(capacity, int) and capacity >= 1,
+            "history",
+            capacity,
+            "must be an integer >= 1",
+        )
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._raws: list[str] = []
+        self._base = 0  # sequence of self._raws[0]
+        self._emitted = 0
+
+    def extend(self, first_sequence: int, raws: Sequence[str]) -> None:
+        """Add records ``first_sequence, first_sequence + 1, ...`` (contiguous with the head)."""
+        with self._lock:
+            if self._raws and first_sequence != self._base + len(self._raws):
+                raise ValueError(
+                    f"sequence {first_sequence} does not follow {self._base + len(self._raws) - 1}"
+                )
+            if not self._raws:
+                self._base = first_sequence
+            self._raws.extend(raws)
+            self._emitted += len(raws)
+            if len(self._raws) > 2 * self.capacity:  # amortised trim, O(1) per record
+                drop = len(self._raws) - self.capacity
+                del self._raws[:drop]
+                self._base += drop
+
+    def _bounds(self) -> tuple[int | None, int]:
+        """``(first held, last)``; call with the lock held."""
+        if not self._raws:
+            return None, 0
+        last = self._base + len(self._raws) - 1
+        return max(self._base, last - self.capacity + 1), last
+
+    def head(self) -> dict[str, Any]:
+        """``{"first", "last", "emitted"}`` as served by ``GET /head``."""
+        with self._lock:
+            first, last = self._bounds()
+            return {"first": first, "last": last, "emitted": self._emitted}
+
+    def read(self, since: int, limit: int) -> list[str]:
+        """Up to ``limit`` records after ``since``; :class:`SinceTooOld` if some are gone."""
+        with self._lock:
+            first, last = self._bounds()
+            if first is None:
+                return []
+            if since < first - 1:
+                raise SinceTooOld(since, first)
+            if since >= last or limit <= 0:
+                return []
+            start = since + 1 - self._base
+            return self._raws[start : start + limit]
+
+
+def create_app(state: PingHistory) -> FastAPI:
+    """The FastAPI app serving ``state``."""
+    app = FastAPI(title="fleetsim-beta", description="GPS pings of a simulated fleet")
+
+    @app.get("/pings")
+    async def pings(
+        since: int = Query(0, ge=0, description="return records with a greater sequence"),
+        limit: int = Query(DEFAULT_LIMIT, ge=0, le=MAX_LIMIT, description="at most this many"),
+    ) -> Response:
+        try:
+            raws = state.read(since, limit)
+        except SinceTooOld as exc:
+            return JSONResponse(
+                status_code=410,
+                content={
+                    "error": "since_too_old",
+                    "detail": f"records after sequence {since} are gone; the history holds "
+                    f"{state.capacity} records and the oldest available is {exc.oldest}",
+                    "requested_since": since,
+                    "oldest_available": exc.oldest,
+                },
+            )
+        return Response(content="[" + ",".join(raws) + "]", media_type="application/json")
+
+    @app.get("/head")
+    async def head() -> dict[str, Any]:
+        return state.head()
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+class ServerThread:
+    """A uvicorn server for one ASGI app in a background thread.
+
+    The socket is bound in :meth:`start` (so a busy port fails there, and port 0 picks a
+    free port, readable from :attr:`port` afterwards).
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        check_param(
+            isinstance(port, int) and 0 <= port <= 65535,
+            "port",
+            port,
+            "must be an integer in 0..65535 (0 = any free port)",
+        )
+        check_param(isinstance(host, str) and bool(host), "host", host, "must be a host name")
+        self.app, self.host, self.port = app, host, port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Bind, serve in a thread and return once the port accepts connections."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise SimulatorError(
+                f"cannot listen on {self.host}:{self.port} ({exc}); choose another --port"
+            ) from exc
+        self._socket, self.port = sock, sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            host=self.host,
+            port=self.port,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+        )
+        self._server = server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{self.port}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise SimulatorError(f"HTTP server on {self.host}:{self.port} did not start")
+            time.sleep(0.01)
+        with socket.create_connection((self.host, self.port), timeout=timeout):
+            pass
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Shut the server down and release the port."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("HTTP server on port %s did not stop within %ss", self.port, timeout)
+        if self._socket is not None:
+            self._socket.close()
+
+
+class BetaSimulator:
+    """Generates deterministic fleet pings into a :class:`PingHistory` served over HTTP.
+
+    ``start()`` serves and generates in background threads; ``emitted`` counts records
+    added to the history.
+    """
+
+    source = "beta"
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        seed: int = 2,
+        vehicles: int = 50,
+        rate: float = 10.0,
+        history: int = 100_000,
+        malformed_every: int = 0,
+        max_pings: int | None = None,
+        journal: str | os.PathLike[str] | None = None,
+        vin_prefix: str = "1B",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        check_emission_params(rate, malformed_every, max_pings)
+        self.state = PingHistory(history)
+        self._server = ServerThread(create_app(self.state), host, port)
+        self._fleet = Fleet(seed, vehicles, vin_prefix)
+        self.rate = float(rate)
+        self.malformed_every = malformed_every
+        self.max_pings = max_pings
+        self.journal_path = None if journal is None else Path(journal)
+        self._clock = clock
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._next_sequence = 1
+
+    @property
+    def host(self) -> str:
+        return self._server.host
+
+    @property
+    def port(self) -> int:
+        """The listening port (the chosen one after ``start()`` when created with 0)."""
+        return self._server.port
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The pings endpoint, ``http://host:port/pings``."""
+        return f"{self.base_url}/pings"
+
+    @property
+    def emitted(self) -> int:
+        """Records added to the history so far."""
+        return self.state.head()["emitted"]
+
+    @property
+    def done(self) -> bool:
+        """Whether generation has ended (``max_pings`` reached, stopped, or failed)."""
+        return self._done.is_set()
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Start the HTTP server and the generator; returns once the port answers."""
+        if self._thread is not None:
+            raise SimulatorError("BetaSimulator already started")
+        self._server.start(timeout)
+        self._thread = threading.Thread(
+            target=self._generate_in_thread, name="fleetsim-beta", daemon=True
+        )
+        self._thread.start()
+        log.info("fleetsim-beta serving %s", self.url)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop generating, shut the server down and release the port."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._server.stop(timeout)
+        self._raise_if_failed()
+
+    def wait_done(self, timeout: float | None = None) -> bool:
+        """Wait until generation ends (e.g. ``max_pings`` emitted); ``False`` on timeout."""
+        done = self._done.wait(timeout)
+        self._raise_if_failed()
+        return done
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise SimulatorError(f"fleetsim-beta failed: {self._error}") from self._error
+
+    def _generate_in_thread(self) -> None:
+        journal = None if self.journal_path is None else JournalWriter(self.journal_path)
+        try:
+            pacer = Pacer(self.rate, self.max_pings)
+            stamps = Timestamps(self._clock, self.rate)
+            while not self._stop.is_set():
+                due = pacer.due()
+                if due:
+                    self._emit(stamps.take(due), journal)
+                if pacer.exhausted:
+                    break
+                self._stop.wait(0.02)
+            log.info("fleetsim-beta generator stopped after %d records", self.emitted)
+        except BaseException as exc:  # reported to the caller by stop()/wait_done()
+            log.exception("fleetsim-beta generator failed")
+            self._error = exc
+        finally:
+            if journal is not None:
+                journal.close()
+            self._done.set()
+
+    def _emit(self, times: list[float], journal: JournalWriter | None) -> None:
+        """Make one record per time, journal them, then add them to the history."""
+        first = self._next_sequence
+        raws: list[str] = []
+        records: list[JournalRecord] = []
+        for offset, at in enumerate(times):
+            sequence = first + offset
+            ping = self._fleet.next_ping(sequence, at)
+            kind = malformed_kind(sequence, self.malformed_every, BETA_MALFORMED_KINDS)
+            raw = ping.to_json() if kind is None else malformed_json(ping, kind)
+            raws.append(raw)
+            if journal is not None:
+                records.append(
+                    JournalRecord(
+                        "beta", sequence, kind is not None, kind, raw, None if kind else ping
+                    )
+                )
+        if journal is not None:
+            journal.append(records)
+        self.state.extend(first, raws)
+        self._next_sequence = first + len(raws)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m streamops.sim.beta [flags]``, the same as ``streamops sim beta``."""
+    from streamops.cli import sim_cmds
+
+    parser = argparse.ArgumentParser(
+        prog="python -m streamops.sim.beta",
+        description="serve fleet pings over HTTP (fleetsim-beta)",
+    )
+    sim_cmds.add_beta_arguments(parser)
+    return sim_cmds.run_standalone(parser, sim_cmds.run_beta, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""Submitting a job: one supervised cluster-mode driver per job name.
+
+:func:`build_submission` turns a :class:`JobSpec` into a :class:`Submission`, the single
+description of what runs; it renders both as a REST ``CreateSubmissionRequest`` (used by the
+CLI, no JVM needed) and as ``spark-submit`` arguments (used by Airflow's
+``SparkSubmitOperator``), so the two paths cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamops.cluster.client import MasterClient, submission_request
+from streamops.cluster.spark_home import check_spark_install
+from streamops.exceptions import JobAlreadyRunning, JobError
+from streamops.jobs import JobRegistry
+from streamops.launcher import ensure_launcher_jar
+from streamops.layout import append_jsonl
+from streamops.settings import Settings
+from streamops.spec import JobSpec, encode_spec
+
+log = logging.getLogger("streamops.submit")
+
+PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
+DEFAULT_CONF = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.streaming.minBatchesToRetain": "20",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def driver_script() -> Path:
+    """Path of ``spark_jobs/main.py``, found without importing pyspark."""
+    found = importlib.util.find_spec("spark_jobs")
+    if found is None or not found.submission_search_locations:
+        raise JobError("the spark_jobs package is not installed; run the bootstrap step")
+    return Path(next(iter(found.submission_search_locations))) / "main.py"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """Everything the cluster needs to launch one driver of a job."""
+
+    job: str
+    version: str
+    app_resource: Path
+    app_args: tuple[str, ...]
+    spark_properties: dict[str, str] = field(default_factory=dict)
+
+    def rest_body(self, spark_version: str) -> dict[str, Any]:
+        return submission_request(
+            app_resource=f"file:{self.app_resource}",
+            main_class=PYTHON_RUNNER,
+            app_args=self.app_args,
+            spark_properties=self.spark_properties,
+            client_spark_version=spark_version,
+        )
+
+    def spark_submit_args(self) -> list[str]:
+        """Arguments after ``spark-submit`` (``--conf`` for every property)."""
+        props = dict(self.spark_properties)
+        args = ["--master", props.pop("spark.master"), "--deploy-mode", "cluster"]
+        args += ["--name", props.pop("spark.app.name"), "--class", PYTHON_RUNNER]
+        if props.pop("spark.driver.supervise", "false") == "true":
+            args.append("--supervise")
+        props.pop("spark.submit.deployMode", None)
+        for key in sorted(props):
+            args += ["--conf", f"{key}={props[key]}"]
+        return [*args, str(self.app_resource), *self.app_args]
+
+
+def build_submission(
+    spec: JobSpec, settings: Settings, *, extra_args: tuple[str, ...] = ()
+) -> Submission:
+    """The submission of ``spec``: PythonRunner runs ``spark_jobs/main.py`` in the driver."""
+    res = spec.resources
+    props = {
+        **DEFAULT_CONF,
+        "spark.master": settings.master_url,
+        "spark.app.name": spec.name,
+        "spark.submit.deployMode": "cluster",
+        "spark.driver.supervise": "true",
+        "spark.driver.cores": str(res.driver_cores),
+        "spark.driver.memory": res.driver_memory,
+        "spark.executor.cores": str(res.executor_cores),
+        "spark.executor.memory": res.executor_memory,
+        "spark.cores.max": str(res.max_cores),
+        "spark.pyspark.python": settings.python,
+        "spark.pyspark.driver.python": settings.python,
+        "spark.driver.host": settings.master_host,
+        **spec.conf,
+    }
+    app_args = (
+        str(driver_script()),
+        "",  # PythonRunner's second argument: extra py-files (none; the code is installed)
+        "--spec-b64",
+        encode_spec(spec),
+        "--state-root",
+        str(settings.state_root),
+        *extra_args,
+    )
+    jar = ensure_launcher_jar(settings.layout)
+    return Submission(spec.name, spec.version, jar, app_args, props)
+
+
+def submit_job(
+    spec: JobSpec,
+    settings: Settings,
+    *,
+    client: MasterClient | None = None,
+    wait_healthy: float | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> str:
+    """Submit ``spec`` as a supervised driver; refuse if a live instance of its name exists.
+
+    Returns the driver (submission) id. With ``wait_healthy`` (seconds) it returns only when
+    every stage has committed a batch, and raises if the job fails or the time runs out.
+    """
+    install = check_spark_install()
+    client = client or MasterClient(settings)
+    registry = JobRegistry(settings, client)
+    live = registry.view(spec.name)
+    if live.is_live:
+        raise JobAlreadyRunning(
+            f"job {spec.name} is already running (driver {live.driver_id or '?'}, state "
+            f"{live.state}); cancel it first with `streamops cancel {spec.name}` or upgrade it"
+        )
+    submission = build_submission(spec, settings, extra_args=extra_args)
+    log.info("submitting job %s v%s to %s", spec.name, spec.version, settings.master_url)
+    driver_id = client.create_submission(submission.rest_body(install.version))
+    append_jsonl(
+        settings.layout.submissions_file(spec.name),
+        {
+            "event": "submitted",
+            "driver_id": driver_id,
+            "version": spec.version,
+            "at": time.time(),
+            "spec": spec.model_dump(mode="json"),
+        },
+    )
+    log.info("job %s v%s submitted as driver %s", spec.name, spec.version, driver_id)
+    if wait_healthy:
+        registry.wait_healthy(spec.name, timeout=wait_healthy, since_driver=driver_id)
+    return driver_id

@@ -1,0 +1,141 @@
+"""JobContext: the driver side of a job — its stages, checkpoints, trigger and status.
+
+A job module exposes ``build(ctx: JobContext) -> None`` that declares stages with
+:meth:`JobContext.add_stage`; :meth:`JobContext.run` starts one streaming query per stage
+(query name = stage name, checkpoint ``<state>/checkpoints/<job>/<stage>``) and supervises
+them until one fails or all stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_jobs.runtime.status import StatusBoard, StatusListener
+from streamops.layout import StateLayout
+from streamops.names import check_name
+from streamops.spec import JobSpec, ProcessingGuarantee
+
+log = logging.getLogger("spark_jobs.runtime")
+_DRIVER_ID = re.compile(r"^driver-\d+-\d+$")
+
+BatchSink = Callable[[DataFrame, int], None]
+
+
+def short_error(exc: BaseException) -> str:
+    """The error without Spark's query dump (logical plan), for status files and logs."""
+    text = str(exc).split("=== Streaming Query ===", 1)[0].strip()
+    return text[:4000]
+
+
+class JobFailed(RuntimeError):
+    """A stage's streaming query terminated with an error."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named streaming query: the unit of state compatibility."""
+
+    name: str
+    frame: DataFrame
+    sink: BatchSink
+    output_mode: str = "append"
+    stateful: bool = False
+
+
+class JobContext:
+    def __init__(self, spark: SparkSession, spec: JobSpec, layout: StateLayout) -> None:
+        self.spark = spark
+        self.spec = spec
+        self.layout = layout
+        self.args = spec.resolved_args(state_root=str(layout.root))
+        self.stages: list[Stage] = []
+        self.board = StatusBoard(layout, spec.name, self._identity())
+
+    @property
+    def job(self) -> str:
+        return self.spec.name
+
+    def _identity(self) -> dict[str, Any]:
+        cwd = Path.cwd().name
+        sc = self.spark.sparkContext
+        return {
+            "version": self.spec.version,
+            "driver_id": cwd if _DRIVER_ID.match(cwd) else None,
+            "app_id": sc.applicationId,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "processing_guarantee": self.spec.processing_guarantee.value,
+            "trigger_interval": self.spec.trigger_interval,
+        }
+
+    def add_stage(
+        self,
+        name: str,
+        frame: DataFrame,
+        sink: BatchSink,
+        *,
+        output_mode: str = "append",
+        stateful: bool = False,
+    ) -> None:
+        check_name("stage", name)
+        if any(s.name == name for s in self.stages):
+            raise ValueError(f"stage {name!r} declared twice in job {self.job}")
+        self.stages.append(Stage(name, frame, sink, output_mode, stateful))
+
+    def checkpoint_for(self, stage: str) -> str:
+        if self.spec.processing_guarantee is ProcessingGuarantee.NONE:
+            # No guarantee: state is not kept across restarts; each run starts afresh.
+            path = Path(tempfile.gettempdir()) / f"streamops-{self.job}-{stage}-{os.getpid()}"
+            shutil.rmtree(path, ignore_errors=True)
+            return str(path)
+        return str(self.layout.checkpoint(self.job, stage))
+
+    def run(self) -> None:
+        """Start every stage and block until one fails (raise) or all stop."""
+        if not self.stages:
+            raise ValueError(f"job {self.job} declared no stages")
+        self.spark.streams.addListener(StatusListener(self.board))
+        queries = []
+        for stage in self.stages:
+            self.board.declare_stage(stage.name, stateful=stage.stateful)
+            query = (
+                stage.frame.writeStream.queryName(stage.name)
+                .option("checkpointLocation", self.checkpoint_for(stage.name))
+                .outputMode(stage.output_mode)
+                .trigger(processingTime=f"{self.spec.trigger_seconds} seconds")
+                .foreachBatch(stage.sink)
+                .start()
+            )
+            log.info("job %s v%s: stage %s started", self.job, self.spec.version, stage.name)
+            queries.append(query)
+        self._supervise(queries)
+
+    def _supervise(self, queries: list[Any]) -> None:
+        try:
+            while any(q.isActive for q in queries):
+                for q in queries:
+                    if not q.isActive and q.exception() is not None:
+                        raise JobFailed(f"stage {q.name} failed: {q.exception()}")
+                time.sleep(0.5)
+            failed = [q for q in queries if q.exception() is not None]
+            if failed:
+                raise JobFailed(f"stage {failed[0].name} failed: {failed[0].exception()}")
+            self.board.set_state("STOPPED", stopped_at=time.time())
+        except BaseException as exc:
+            self.board.set_state("FAILED", error=short_error(exc), stopped_at=time.time())
+            for q in queries:
+                if q.isActive:
+                    q.stop()
+            raise

@@ -1,0 +1,136 @@
+"""Job status: ``jobs/<job>/status.json`` rewritten after every batch of every stage.
+
+The ops side reads it to find the job's driver and to judge health: per stage the last
+batch id and time, input and processed rows/s, watermark, rows dropped as late, state rows
+and source offsets. One line per batch is also appended to ``status-history.jsonl``, from
+which processing gaps (upgrade, restart) are measured.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from streamops.layout import StateLayout, append_jsonl, write_json_atomic
+
+log = logging.getLogger("spark_jobs.status")
+
+
+class StatusBoard:
+    """The job's status document, kept in memory and written atomically on each change."""
+
+    def __init__(self, layout: StateLayout, job: str, identity: dict[str, Any]) -> None:
+        self.layout = layout
+        self.job = job
+        self._lock = threading.Lock()
+        self._doc: dict[str, Any] = {
+            "job": job,
+            "state": "STARTING",
+            "started_at": time.time(),
+            "stages": {},
+            **identity,
+        }
+        self._late: dict[str, int] = {}
+
+    def set_state(self, state: str, **extra: Any) -> None:
+        with self._lock:
+            self._doc.update(state=state, **extra)
+            self._flush()
+
+    def declare_stage(self, stage: str, **info: Any) -> None:
+        with self._lock:
+            self._doc["stages"].setdefault(stage, {"batch_id": None, **info})
+            self._flush()
+
+    def record_progress(self, progress: dict[str, Any]) -> None:
+        stage = progress.get("name") or "?"
+        with self._lock:
+            late_now = sum(
+                int(op.get("numRowsDroppedByWatermark") or 0)
+                for op in progress.get("stateOperators") or []
+            )
+            self._late[stage] = self._late.get(stage, 0) + late_now
+            entry = summarize(progress)
+            entry["late_rows"] = self._late[stage]
+            self._doc["stages"][stage] = {**self._doc["stages"].get(stage, {}), **entry}
+            if self._doc["state"] == "STARTING" and all(
+                s.get("batch_id") is not None for s in self._doc["stages"].values()
+            ):
+                self._doc["state"] = "RUNNING"
+            self._flush()
+            append_jsonl(
+                self.layout.status_history(self.job),
+                {"stage": stage, "state": self._doc["state"], **entry},
+            )
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return json.loads(json.dumps(self._doc, default=str))
+
+    def _flush(self) -> None:
+        self._doc["updated_at"] = time.time()
+        write_json_atomic(self.layout.status_file(self.job), self._doc)
+
+
+def summarize(progress: dict[str, Any]) -> dict[str, Any]:
+    """The fields of one ``StreamingQueryProgress`` (as JSON) that the ops side reads."""
+    event_time = progress.get("eventTime") or {}
+    return {
+        "batch_id": progress.get("batchId"),
+        "last_batch_at": time.time(),
+        "batch_timestamp": progress.get("timestamp"),
+        "num_input_rows": progress.get("numInputRows"),
+        "input_rows_per_second": _num(progress.get("inputRowsPerSecond")),
+        "processed_rows_per_second": _num(progress.get("processedRowsPerSecond")),
+        "batch_duration_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
+        "watermark": event_time.get("watermark"),
+        "state_rows": sum(
+            int(op.get("numRowsTotal") or 0) for op in progress.get("stateOperators") or []
+        ),
+        "sources": [
+            {
+                "description": s.get("description"),
+                "start_offset": s.get("startOffset"),
+                "end_offset": s.get("endOffset"),
+                "latest_offset": s.get("latestOffset"),
+            }
+            for s in progress.get("sources") or []
+        ],
+    }
+
+
+def _num(value: Any) -> float | None:
+    try:
+        return round(float(value), 1)
+    except (TypeError, ValueError):
+        return None
+
+
+class StatusListener(StreamingQueryListener):
+    """Feeds every query's progress into the :class:`StatusBoard`."""
+
+    def __init__(self, board: StatusBoard) -> None:
+        self.board = board
+
+    def onQueryStarted(self, event: Any) -> None:
+        log.info("stage %s started (run %s)", event.name, event.runId)
+
+    def onQueryProgress(self, event: Any) -> None:
+        try:
+            self.board.record_progress(json.loads(event.progress.json))
+        except Exception:  # a status write must never kill the query's listener bus
+            log.exception("could not record progress of %s", event.progress.name)
+
+    def onQueryIdle(self, event: Any) -> None:
+        """Idle triggers carry no new batch; the last status stays valid."""
+
+    def onQueryTerminated(self, event: Any) -> None:
+        if event.exception:
+            log.error("stage query %s failed: %s", event.id, event.exception)
+        else:
+            log.info("stage query %s stopped", event.id)

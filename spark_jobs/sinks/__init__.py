@@ -1,0 +1,1 @@
+"""Idempotent sinks of the jobs."""

@@ -1,0 +1,1 @@
+"""Replayable streaming sources of the jobs (Python Data Source API)."""
