@@ -35,6 +35,7 @@ def from_beta(df: DataFrame) -> DataFrame:
         F.lit(8).alias("_columns"),
         *(obj[f].alias(f"_{f}") for f in FIELDS if f != "obd_codes"),
         F.coalesce(obd, F.array().cast("array<string>")).alias("obd_codes"),
+        (obj["obd_codes"].isNotNull() & obd.isNull()).alias("_obd_bad"),
     )
     return _validate(parsed)
 
@@ -53,6 +54,7 @@ def from_alpha(df: DataFrame) -> DataFrame:
         F.size(parts).alias("_columns"),
         *(F.trim(F.get(parts, i)).alias(f"_{f}") for i, f in enumerate(FIELDS[:7])),
         obd.alias("obd_codes"),
+        F.lit(False).alias("_obd_bad"),
     )
     return _validate(parsed)
 
@@ -72,7 +74,7 @@ def _validate(parsed: DataFrame) -> DataFrame:
     vin = F.col("_vin")
     rules: list[tuple[Column, str]] = [
         (F.col("_unparsed"), "not a JSON object"),
-        (~F.col("_columns").isin(7, 8), "expected 7 or 8 comma-separated fields"),
+        (F.col("_columns") != 8, "expected 8 comma-separated fields"),
         (seq.isNull(), "sequence is not an integer"),
         (vin.isNull() | (vin == ""), "vin is missing"),
         (~vin.rlike(VIN_PATTERN), "vin is not 17 VIN characters"),
@@ -81,6 +83,7 @@ def _validate(parsed: DataFrame) -> DataFrame:
         (~_in_range(lon, -180.0, 180.0), "longitude is not a number in [-180, 180]"),
         (~_in_range(speed, 0.0, 500.0), "speed is not a number in [0, 500]"),
         (~_in_range(heading, 0.0, 360.0, False), "heading is not a number in [0, 360)"),
+        (F.col("_obd_bad"), "obd_codes is not a list of strings"),
     ]
     reason = F.coalesce(
         *(F.when(F.coalesce(broken, F.lit(True)), F.lit(why)) for broken, why in rules)

@@ -37,9 +37,9 @@ DEFAULT_CONF = {
 def driver_script() -> Path:
     """Path of ``spark_jobs/main.py``, found without importing pyspark."""
     found = importlib.util.find_spec("spark_jobs")
-    if found is None or not found.submission_search_locations:
+    if found is None or not found.submodule_search_locations:
         raise JobError("the spark_jobs package is not installed; run the bootstrap step")
-    return Path(next(iter(found.submission_search_locations))) / "main.py"
+    return Path(next(iter(found.submodule_search_locations))) / "main.py"
 
 
 @dataclass(frozen=True)

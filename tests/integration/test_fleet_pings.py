@@ -1,0 +1,116 @@
+"""fleet-pings v1 on the real local cluster, checked against the simulators' journals.
+
+Both simulators run while the job (a supervised cluster-mode driver) ingests; after they
+stop and the job has read everything, ``vehicles`` must equal the latest ping per VIN,
+``vehicle_stats`` a batch recomputation of the 1-minute windows, and ``quarantine`` exactly
+the malformed records, with reasons.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from support.integration import ClusterHandle, source_positions, wait_until
+
+from spark_jobs.sinks import store
+from streamops.exceptions import JobAlreadyRunning
+from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
+from streamops.sim.journal import valid_pings
+from streamops.sim.oracle import (
+    compare_quarantine,
+    compare_vehicles,
+    compare_windows,
+    latest_per_vin,
+    tumbling_windows,
+)
+from streamops.spec import load_spec
+from streamops.submit import submit_job
+
+pytestmark = pytest.mark.integration
+SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"
+PINGS_PER_SOURCE = 4000
+RATE = 150.0
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fleet.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def test_fleet_pings_matches_the_oracle(
+    spark_cluster: ClusterHandle, store_url: str, tmp_path: Path
+) -> None:
+    settings, registry = spark_cluster.settings, spark_cluster.registry
+    job = f"fleet-it-{'pg' if store_url.startswith('postgresql') else 'sqlite'}"
+    alpha_dir = tmp_path / "alpha"
+    alpha = AlphaSimulator(
+        alpha_dir, seed=11, vehicles=40, rate=RATE, pings_per_file=50,
+        malformed_every=97, max_pings=PINGS_PER_SOURCE, journal=tmp_path / "alpha.jsonl",
+    )  # fmt: skip
+    beta = BetaSimulator(
+        port=0, seed=12, vehicles=40, rate=RATE, malformed_every=89,
+        max_pings=PINGS_PER_SOURCE, journal=tmp_path / "beta.jsonl",
+    )  # fmt: skip
+    base = load_spec(SPEC)
+    spec = base.model_copy(
+        update={
+            "name": job,
+            "trigger_interval": "1 second",
+            "args": {
+                **base.args,
+                "alpha_dir": str(alpha_dir),
+                "beta_url": "",
+                "store_url": store_url,
+            },
+        }
+    )
+    beta.start()
+    alpha.start()
+    try:
+        spec = spec.model_copy(update={"args": {**spec.args, "beta_url": beta.url}})
+        driver = submit_job(spec, settings, wait_healthy=300)
+        view = registry.view(job)
+        assert view.healthy and view.driver_id == driver and view.version == "1"
+
+        with pytest.raises(JobAlreadyRunning, match="already running"):
+            submit_job(spec, settings)
+
+        assert alpha.wait_done(120) and beta.wait_done(120), "simulators did not finish"
+        last_file = max(p.name for p in alpha_dir.glob("pings-*.csv"))
+        expected_positions = {"file": last_file, "sequence": beta.emitted}
+
+        def caught_up() -> bool:
+            positions = source_positions(registry.view(job))
+            return bool(positions) and all(p == expected_positions for p in positions.values())
+
+        wait_until(caught_up, 180, f"{job} to read up to {expected_positions}")
+
+        records = read_journal(tmp_path / "alpha.jsonl") + read_journal(tmp_path / "beta.jsonl")
+        good = valid_pings(records)
+        assert len(records) == 2 * PINGS_PER_SOURCE and 0 < len(good) < len(records)
+        engine = store.engine_for(store_url)
+        vehicles = compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles))
+        assert vehicles.ok, vehicles.summary()
+        windows = compare_windows(
+            tumbling_windows(good), store.read_table(engine, store.vehicle_stats)
+        )
+        assert windows.ok, windows.summary()
+        bad = [r for r in records if r.malformed]
+        quarantined = compare_quarantine(bad, store.read_table(engine, store.quarantine))
+        assert quarantined.ok, quarantined.summary()
+
+        status = registry.view(job).status
+        assert status["stages"]["vehicle-stats-1m"]["late_rows"] == 0
+        assert status["stages"]["vehicle-stats-1m"]["watermark"]
+        assert {"vehicles", "vehicle-stats-1m"} == set(status["stages"])
+    finally:
+        alpha.stop()
+        beta.stop()
+        if registry.view(job).is_live:
+            registry.cancel(job)
+    assert not registry.view(job).is_live
+    assert os.path.isdir(settings.layout.checkpoint(job, "vehicles"))
