@@ -11,6 +11,8 @@ module, so a path is spelled in exactly one place::
     <root>/jobs/<job>/control/<id>.json        control requests (+ <id>.result.json)
     <root>/jobs/<job>/lease.json               fencing lease
     <root>/cluster/                            pid files, recovery dir, worker dirs, logs
+    <root>/services/<name>.json                pid files of the stack's simulators
+    <root>/journals/                           what the simulators emitted (the oracle)
     <root>/data/alpha/                         default drop directory of fleetsim-alpha
 """
 
@@ -100,6 +102,14 @@ class StateLayout:
 
     def pid_file(self, daemon: str) -> Path:
         return self.cluster_dir / "pids" / f"{check_name('daemon', daemon)}.json"
+
+    def service_pid_file(self, service: str) -> Path:
+        """Pid file of a non-Spark service of the local stack (simulators, dashboard)."""
+        return self.root / "services" / f"{check_name('service', service)}.json"
+
+    @property
+    def journals_dir(self) -> Path:
+        return self.root / "journals"
 
     @property
     def lib_dir(self) -> Path:

@@ -15,7 +15,7 @@ from streamops.settings import Settings
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streamops.cli import cluster_cmds, job_cmds, sim_cmds
+    from streamops.cli import cluster_cmds, job_cmds, sim_cmds, stack_cmds
 
     parser = argparse.ArgumentParser(
         prog="streamops",
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cmds.register(sub)
     job_cmds.register(sub)
     sim_cmds.register(sub)
+    stack_cmds.register(sub)
     return parser
 
 

@@ -24,6 +24,7 @@ from streamops.exceptions import ClusterError, ClusterNotRunning
 from streamops.settings import Settings
 
 SUBMISSIONS_PATH = "/v1/submissions"
+RESERVED_ENVIRONMENT = ("STREAMOPS_CLUSTER", "STREAMOPS_DAEMON")
 START_HINT = "start the local cluster with `streamops cluster start` or check the settings"
 
 
@@ -142,12 +143,19 @@ def submission_request(
     """The body of a ``CreateSubmissionRequest``.
 
     ``spark_properties`` must contain ``spark.master`` and ``spark.app.name``; values must be
-    strings (Spark validates booleans, numbers and memory sizes). The REST server passes only
-    ``SPARK_*`` entries of ``environment`` to the driver.
+    strings (Spark validates booleans, numbers and memory sizes). The REST server hands
+    ``environment`` to the driver as given (only ``spark-submit`` limits it to ``SPARK_*``);
+    the driver also inherits its worker's environment (``PYSPARK_PYTHON`` among it).
     """
     missing = [k for k in ("spark.master", "spark.app.name") if k not in spark_properties]
     if missing:
         raise ClusterError(f"submission is missing spark properties {missing}; set them")
+    reserved = sorted(set(environment or {}) & set(RESERVED_ENVIRONMENT))
+    if reserved:
+        raise ClusterError(
+            f"submission environment sets {reserved}, which the local cluster uses to find "
+            "the processes of its daemons; remove them"
+        )
     return {
         "action": "CreateSubmissionRequest",
         "appResource": app_resource,
@@ -232,8 +240,9 @@ class MasterClient:
         url = f"{self.rest_url}{SUBMISSIONS_PATH}/create"
         payload = self._request("POST", url, "REST server", json=dict(body))
         if not payload.get("success") or not payload.get("submissionId"):
-            raise ClusterError(
-                f"the master refused the submission: {payload.get('message') or payload}"
+            message = str(payload.get("message") or payload).strip()
+            raise ClusterError(  # Spark appends a Java stack trace: keep its first line
+                f"the master refused the submission: {message.splitlines()[0]}"
             )
         return str(payload["submissionId"])
 

@@ -10,6 +10,7 @@ and arguments it was started with; otherwise it is stale.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -31,7 +32,7 @@ from streamops.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DaemonKind = Literal["master", "worker"]
+DaemonKind = Literal["master", "worker", "service"]
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -234,13 +235,39 @@ def remove_pid_file(layout: StateLayout, name: str) -> None:
 
 
 # --- processes -------------------------------------------------------------------------
-def read_cmdline(pid: int) -> list[str]:
-    """The argv of a process (empty for a zombie or a process that is gone)."""
+_GONE = (FileNotFoundError, ProcessLookupError, PermissionError)
+
+
+def _stat_fields(pid: int | str) -> list[str]:
+    """``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, ...; [] if gone."""
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except _GONE:
         return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
+
+
+def read_cmdline(pid: int, settle: float = 2.0) -> list[str]:
+    """The argv of a live process; empty if it is gone or a zombie.
+
+    During ``execve`` (``spark-class`` turning into ``java``) the kernel briefly shows an
+    empty cmdline for a live process; it is read again for up to ``settle`` seconds.
+    """
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except _GONE:
+            return []
+        if raw or not pid_alive(pid) or time.monotonic() >= deadline:
+            return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+        time.sleep(0.01)
 
 
 def cmdline_matches(cmdline: list[str], cmd: list[str]) -> bool:
@@ -269,14 +296,8 @@ def group_members(pgid: int) -> list[int]:
     """Pids of live (non-zombie) processes whose process group is ``pgid``."""
     members = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+        fields = _stat_fields(entry.name) if entry.name.isdigit() else []
+        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
 
@@ -296,9 +317,9 @@ def processes_with_marker(root: Path, daemon: str | None = None) -> list[int]:
             continue
         try:
             environ = set((entry / "environ").read_bytes().split(b"\0"))
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+        except _GONE:
             continue
-        if wanted <= environ and read_cmdline(int(entry.name)):
+        if wanted <= environ and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 
@@ -342,10 +363,8 @@ def launch(spec: DaemonSpec, environ: Mapping[str, str] | None = None) -> PidRec
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _wait_gone(pids: Iterable[int], timeout: float) -> set[int]:
@@ -355,7 +374,7 @@ def _wait_gone(pids: Iterable[int], timeout: float) -> set[int]:
     while True:
         for pid in list(left):
             _reap(pid)
-            if not read_cmdline(pid):
+            if not pid_alive(pid):
                 left.discard(pid)
         if not left or time.monotonic() >= deadline:
             return left
@@ -389,7 +408,7 @@ def stop_daemons(records: list[PidRecord], timeout: float) -> None:
     still = _wait_gone([r.pid for r in running], timeout)
     for record in records:
         leader_alive = record.pid in still
-        if not leader_alive and read_cmdline(record.pid):
+        if not leader_alive and pid_alive(record.pid):
             continue  # pid reused by another program: its group is not ours
         if leader_alive:
             log.warning("%s (pid %s) ignored SIGTERM for %.0fs; killing its process group",

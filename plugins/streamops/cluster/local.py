@@ -130,7 +130,8 @@ class LocalCluster:
 
     def start(self, workers: int | None = None) -> ClusterStatus:
         """Start the master and ``worker-1..N`` (default: the profile's ``workers``) unless
-        they run already; return once the master answers and every new worker is ALIVE."""
+        they run already; return once the master answers and each of them is ALIVE (after a
+        master restart, running workers re-register while the master is RECOVERING)."""
         count = self.profile.workers if workers is None else workers
         if count < 0:
             raise ProcessError(f"cannot start {count} workers; give 0 or more")
@@ -144,15 +145,16 @@ class LocalCluster:
             else:
                 master = self._launch_master(install)
             self._wait_master(master)
-            started = []
+            expected = []
             for index in range(1, count + 1):
                 name = daemons.worker_name(index)
                 if name in live:
                     log.info("%s already running (pid %s)", name, live[name].pid)
+                    expected.append(live[name])
                 else:
                     port = self.profile.worker_webui_port(index)
-                    started.append(self._launch_worker(install, name, port))
-            self._wait_workers(started)
+                    expected.append(self._launch_worker(install, name, port))
+            self._wait_workers(expected)
         status = self.status()
         log.info("cluster up: master %s, %s alive worker(s)", status.master_url,
                  len(status.alive_workers))
@@ -218,7 +220,7 @@ class LocalCluster:
     def _wait_workers(self, records: list[PidRecord]) -> None:
         pending = {r.name: r for r in records}
         if pending:
-            log.info("waiting for %s to register with the master", ", ".join(pending))
+            log.info("waiting for %s to be ALIVE in the master", ", ".join(pending))
 
         def registered() -> bool | None:
             for name, record in list(pending.items()):
@@ -250,7 +252,7 @@ class LocalCluster:
             master = live.get(MASTER_NAME)
             if master is not None:
                 daemons.stop_daemons([master], self.profile.stop_timeout)
-                daemons.sweep(self.layout.root, MASTER_NAME)
+                self._sweep(MASTER_NAME)
                 daemons.remove_pid_file(self.layout, MASTER_NAME)
                 log.info("master stopped")
             strays = daemons.sweep(self.layout.root)
@@ -271,13 +273,22 @@ class LocalCluster:
         else:
             daemons.stop_daemons(records, self.profile.stop_timeout)
         for record in records:
-            daemons.sweep(self.layout.root, record.name)
+            self._sweep(record.name)
             daemons.remove_pid_file(self.layout, record.name)
             log.info("%s stopped", record.name)
         if ids:
-            wait_for(lambda: None if self._registered_ids(records, ids) else True,
-                     self.profile.stop_timeout,
-                     lambda: f"the master still lists {sorted(ids)} as ALIVE")
+            try:
+                wait_for(lambda: None if self._registered_ids(records, ids) else True,
+                         self.profile.stop_timeout,
+                         lambda: f"the master still lists {sorted(ids)} after they stopped")
+            except ProcessError as exc:
+                log.warning("%s; it will drop them after spark.worker.timeout", exc)
+
+    def _sweep(self, name: str) -> None:
+        ended = daemons.sweep(self.layout.root, name)
+        if ended:
+            log.info("ended %s process(es) of %s outside its process group (Python workers): "
+                     "%s", len(ended), name, ended)
 
     def _registered_ids(self, records: list[PidRecord], among: set[str] | None = None
                         ) -> set[str]:
@@ -332,7 +343,8 @@ class LocalCluster:
             live = self.daemons()
             record = live.get(name)
             if record is None or record.kind != "worker":
-                running = ", ".join(sorted(n for n, r in live.items() if r.kind == "worker"))
+                running = ", ".join(sorted((n for n, r in live.items() if r.kind == "worker"),
+                                           key=worker_sort_key))
                 raise ProcessError(
                     f"no running worker named {name!r} (running: {running or 'none'}); "
                     "see `streamops cluster status`"

@@ -91,9 +91,12 @@ def test_create_submission(client: MasterClient) -> None:
 
 def test_refused_submission_quotes_spark(client: MasterClient) -> None:
     ROUTES[("POST", "/v1/submissions/create")] = (400, {
-        "action": "ErrorResponse", "success": False, "message": "Malformed request: boom"})
-    with pytest.raises(ClusterError, match="Malformed request: boom"):
+        "action": "ErrorResponse", "success": False,
+        "message": "Malformed request: Main class is missing.\n\tat org.apache.X(X.java:1)"})
+    with pytest.raises(ClusterError) as err:
         client.create_submission({"action": "CreateSubmissionRequest"})
+    assert str(err.value).endswith("refused the submission: Malformed request: Main class is "
+                                   "missing.")
 
 
 def test_status_and_kill(client: MasterClient) -> None:
@@ -119,6 +122,13 @@ def test_submission_request_needs_master_and_name() -> None:
         submission_request(app_resource="a", main_class="b", app_args=[],
                            client_spark_version="4.3.0",
                            spark_properties={"spark.master": "spark://h:1"})
+
+
+def test_submission_request_refuses_reserved_environment() -> None:
+    with pytest.raises(ClusterError, match="STREAMOPS_DAEMON"):
+        submission_request(app_resource="a", main_class="b", app_args=[],
+                           client_spark_version="4.3.0", environment={"STREAMOPS_DAEMON": "x"},
+                           spark_properties={"spark.master": "spark://h:1", "spark.app.name": "j"})
 
 
 def test_connection_refused_is_cluster_not_running() -> None:

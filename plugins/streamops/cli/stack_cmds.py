@@ -1,0 +1,86 @@
+"""CLI verbs of the embedded local stack: ``up``, ``down``, ``vehicles``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from streamops.settings import PROJECT_ROOT, Settings
+
+console = Console()
+DEFAULT_SPEC = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "up", help="start the local cluster, both simulators and the fleet-pings job"
+    )
+    p.add_argument("--spec", default=str(DEFAULT_SPEC), help="job spec to run")
+    p.add_argument("--beta-port", type=int, default=8000, help="port of fleetsim-beta")
+    p.add_argument("--rate", type=float, default=20.0, help="pings/s of each simulator")
+    p.add_argument("--vehicles", type=int, default=50, help="vehicles of each simulator")
+    p.add_argument("--wait", type=float, default=300.0, help="seconds to wait for health")
+    p.set_defaults(handler=cmd_up)
+
+    p = sub.add_parser("down", help="cancel jobs, stop the simulators and the local cluster")
+    p.set_defaults(handler=cmd_down)
+
+    p = sub.add_parser("vehicles", help="show the vehicles table (latest ping per VIN)")
+    p.add_argument("--store-url", help="SQLAlchemy URL (default: the state root's SQLite file)")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(handler=cmd_vehicles)
+
+
+def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    from streamops.stack import StackOptions, up
+
+    opts = StackOptions(
+        spec=Path(args.spec), beta_port=args.beta_port, rate=args.rate,
+        vehicles=args.vehicles, wait=args.wait,
+    )  # fmt: skip
+    up(settings, opts)
+    layout = settings.layout
+    console.print(
+        "\n[bold green]fleet-pings is running.[/]\n"
+        f"  Spark master UI   {settings.webui_url}\n"
+        f"  fleetsim-beta     http://127.0.0.1:{args.beta_port}/pings?since=0&limit=5\n"
+        f"  fleetsim-alpha    {layout.alpha_dir}\n"
+        f"  vehicles table    {layout.default_store_url}  (`streamops vehicles`)\n"
+        f"  job status        {layout.status_file('fleet-pings')}  (`streamops jobs`)\n"
+        f"  logs              {layout.logs_dir}, drivers under {layout.cluster_dir / 'work'}\n"
+        "  stop everything   `streamops down`"
+    )
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.stack import down
+
+    down(settings)
+    console.print("local stack stopped")
+    return 0
+
+
+def cmd_vehicles(args: argparse.Namespace, settings: Settings) -> int:
+    from sqlalchemy import func, select
+
+    from spark_jobs.sinks import store
+
+    engine = store.engine_for(args.store_url or settings.layout.default_store_url)
+    t = store.vehicles
+    with engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(t)).scalar_one()
+        rows = conn.execute(select(t).order_by(t.c.updated_at.desc()).limit(args.limit)).all()
+    table = Table(title=f"vehicles ({total} VINs, newest {len(rows)})")
+    for col in ("vin", "source", "sequence", "latitude", "longitude", "speed", "heading"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r.vin, r.source, str(r.sequence), f"{r.latitude:.5f}",
+                      f"{r.longitude:.5f}", f"{r.speed:.1f}", f"{r.heading:.1f}")  # fmt: skip
+    console.print(table)
+    return 0

@@ -1,0 +1,133 @@
+"""The embedded local stack behind ``streamops up`` / ``streamops down``.
+
+``up``: the local Spark cluster, fleetsim-alpha and fleetsim-beta as background processes
+(journals under ``<state>/journals``), then the fleet-pings job submitted and waited for.
+``down``: cancel live jobs, stop the simulators, stop the cluster. Each step logs one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from streamops.cluster import daemons
+from streamops.cluster.local import LocalCluster
+from streamops.cluster.profile import ClusterProfile
+from streamops.exceptions import ProcessError
+from streamops.jobs import JobRegistry
+from streamops.layout import read_json, write_json_atomic
+from streamops.settings import Settings
+from streamops.spec import load_spec
+
+log = logging.getLogger("streamops.stack")
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    spec: Path
+    beta_port: int = 8000
+    rate: float = 20.0
+    vehicles: int = 50
+    wait: float = 300.0
+
+
+def _service_spec(settings: Settings, name: str, argv: list[str]) -> daemons.DaemonSpec:
+    return daemons.DaemonSpec(
+        name=name,
+        kind="service",
+        argv=tuple(argv),
+        env={"PYTHONUNBUFFERED": "1"},
+        log=settings.layout.logs_dir / f"{name}.log",
+        ports={},
+    )
+
+
+def _running(settings: Settings, name: str) -> daemons.PidRecord | None:
+    data = read_json(settings.layout.service_pid_file(name))
+    record = daemons.PidRecord.from_json(data) if data else None
+    return record if record and daemons.is_running(record) else None
+
+
+def start_service(settings: Settings, name: str, argv: list[str]) -> daemons.PidRecord:
+    """Start one background service unless it already runs; record its pid file."""
+    record = _running(settings, name)
+    if record:
+        log.info("%s already running (pid %s)", name, record.pid)
+        return record
+    record = daemons.launch(_service_spec(settings, name, argv))
+    write_json_atomic(settings.layout.service_pid_file(name), record.__dict__)
+    log.info("started %s (pid %s); log %s", name, record.pid, record.log)
+    return record
+
+
+def stop_services(settings: Settings) -> list[str]:
+    folder = settings.layout.service_pid_file("x").parent
+    records = [
+        daemons.PidRecord.from_json(read_json(p) or {})
+        for p in sorted(folder.glob("*.json"))
+    ]
+    daemons.stop_daemons(records, timeout=10.0)
+    for p in folder.glob("*.json"):
+        p.unlink()
+    for r in records:
+        log.info("stopped %s", r.name)
+    return [r.name for r in records]
+
+
+def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list[str]]:
+    py, journals = sys.executable, settings.layout.journals_dir
+    common = ["--rate", str(opts.rate), "--vehicles", str(opts.vehicles)]
+    return {
+        "fleetsim-beta": [py, "-m", "streamops", "--state-root", str(settings.state_root),
+                          "sim", "beta", "--port", str(opts.beta_port),
+                          "--journal", str(journals / "beta.jsonl"), *common],
+        "fleetsim-alpha": [py, "-m", "streamops", "--state-root", str(settings.state_root),
+                           "sim", "alpha", "--dir", str(settings.layout.alpha_dir),
+                           "--journal", str(journals / "alpha.jsonl"), *common],
+    }  # fmt: skip
+
+
+def _wait_beta(port: int, timeout: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"http://127.0.0.1:{port}/health", timeout=2).raise_for_status()
+            return
+        except requests.RequestException:
+            time.sleep(0.5)
+    raise ProcessError(f"fleetsim-beta did not answer on port {port} within {timeout:.0f}s")
+
+
+def up(settings: Settings, opts: StackOptions) -> None:
+    from streamops.submit import submit_job
+
+    spec = load_spec(opts.spec)
+    LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir)).start()
+    settings.layout.journals_dir.mkdir(parents=True, exist_ok=True)
+    for name, argv in simulator_commands(settings, opts).items():
+        start_service(settings, name, argv)
+    _wait_beta(opts.beta_port)
+    spec = spec.model_copy(
+        update={"args": {**spec.args, "beta_url": f"http://127.0.0.1:{opts.beta_port}/pings"}}
+    )
+    if JobRegistry(settings).view(spec.name).is_live:
+        log.info("job %s already running; not submitting again", spec.name)
+    else:
+        submit_job(spec, settings, wait_healthy=opts.wait)
+
+
+def down(settings: Settings) -> None:
+    registry = JobRegistry(settings)
+    cluster = LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir))
+    if cluster.status().master_alive:
+        for view in registry.list():
+            if view.is_live and view.driver_id:
+                registry.cancel(view.name)
+    stop_services(settings)
+    cluster.stop()

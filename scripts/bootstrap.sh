@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Create .venv at the repository root and install the pinned environment into it:
+# requirements.lock (uv pip compile of pyproject.toml, one Spark version: pyspark 4.3.0 with
+# its jars; the Airflow Spark provider's pyspark-client is overridden away) + this project,
+# editable. Idempotent: does nothing when the lock and pyproject have not changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+"$PYTHON" - <<'PY' || { echo "error: Python >= 3.11 is required (set PYTHON=...)" >&2; exit 1; }
+import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
+PY
+if ! java -version >/dev/null 2>&1; then
+  echo "error: Java 17+ is required by Spark 4 (Debian: apt-get install openjdk-17-jre-headless)" >&2
+  exit 1
+fi
+
+stamp=.venv/.streamops-installed
+want="$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/streamops ]; then
+  exit 0
+fi
+
+if ! command -v uv >/dev/null 2>&1 && ! "$PYTHON" -m uv --version >/dev/null 2>&1; then
+  echo "bootstrap: installing uv" >&2
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check uv
+fi
+UV=(uv); command -v uv >/dev/null 2>&1 || UV=("$PYTHON" -m uv)
+export UV_PYTHON_DOWNLOADS=never
+
+echo "bootstrap: creating .venv and installing requirements.lock" >&2
+[ -x .venv/bin/python ] || "${UV[@]}" venv --quiet --python "$PYTHON" .venv
+VIRTUAL_ENV="$PWD/.venv" "${UV[@]}" pip sync --quiet requirements.lock
+VIRTUAL_ENV="$PWD/.venv" "${UV[@]}" pip install --quiet --no-deps -e .
+.venv/bin/python - <<'PY'
+from streamops.cluster.spark_home import check_spark_install
+install = check_spark_install()
+print(f"bootstrap: Spark {install.version} (Python package and jars agree) at {install.home}")
+PY
+echo "$want" > "$stamp"

@@ -1,0 +1,155 @@
+"""Benchmark: sustained pings/s through fleet-pings into ``vehicles``, and event-to-store latency.
+
+Starts its own local cluster (2 workers, free ports, a temporary state root), both
+simulators at ``--rate`` pings/s in total, and the job; measures for ``--seconds`` after a
+warm-up; stops everything. Not part of the test suite. Prints:
+
+- offered and processed pings/s (the vehicles stage's input rows over the window, from
+  ``status-history.jsonl``), the backlog left at the end;
+- event-to-store latency p50/p90/p99 (``updated_at - time`` of each changed ``vehicles`` row,
+  sampled every 0.25 s: the newest ping per VIN per batch);
+- batch durations p50/p99 per stage.
+
+    .venv/bin/python tests/perf/bench_fleet_ingest.py --rate 20000 --seconds 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from sqlalchemy import select
+
+from spark_jobs.sinks import store
+from streamops.cluster.local import LocalCluster
+from streamops.cluster.profile import ClusterProfile
+from streamops.jobs import JobRegistry
+from streamops.settings import PROJECT_ROOT, Settings
+from streamops.sim import AlphaSimulator, BetaSimulator
+from streamops.spec import load_spec
+from streamops.submit import submit_job
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def sample_latency(url: str, stop: threading.Event, out: list[float], since: float) -> None:
+    engine = store.engine_for(url)
+    seen: dict[str, float] = {}
+    t = store.vehicles
+    while not stop.wait(0.25):
+        with engine.connect() as conn:
+            for vin, ev, upd in conn.execute(select(t.c.vin, t.c.time, t.c.updated_at)):
+                if seen.get(vin) != upd:
+                    seen[vin] = upd
+                    if upd >= since:
+                        out.append(upd - ev)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rate", type=float, default=20000, help="total pings/s (half per source)")
+    ap.add_argument("--seconds", type=float, default=60, help="measurement window")
+    ap.add_argument("--warmup", type=float, default=20, help="seconds before measuring")
+    ap.add_argument("--vehicles", type=int, default=1000, help="vehicles per source")
+    ap.add_argument("--trigger", default="1 second")
+    ap.add_argument("--max-records", type=int, default=200000, help="beta records per batch")
+    ap.add_argument("--store-url", help="default: SQLite in the temporary state root")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    root = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
+    settings = Settings.from_env(
+        {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
+        rest_port=free_port(),
+    )  # fmt: skip
+    cluster = LocalCluster(settings, ClusterProfile.from_mapping(
+        {"workers": 2, "worker_cores": 2, "worker_memory": "3g", "worker_webui_port_base": 0}
+    ))  # fmt: skip
+    url = args.store_url or f"sqlite:///{root / 'fleet.db'}"
+    half = args.rate / 2
+    alpha = AlphaSimulator(root / "alpha", vehicles=args.vehicles, rate=half,
+                           pings_per_file=max(100, int(half / 2)), max_file_age=0.5)  # fmt: skip
+    beta = BetaSimulator(port=0, vehicles=args.vehicles, rate=half,
+                         history=int(max(1_000_000, half * 300)))  # fmt: skip
+    stop = threading.Event()
+    latencies: list[float] = []
+    try:
+        cluster.start()
+        spec = load_spec(PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml")
+        beta.start()
+        spec = spec.model_copy(update={
+            "name": "fleet-bench", "trigger_interval": args.trigger,
+            "args": {**spec.args, "alpha_dir": str(root / "alpha"), "beta_url": beta.url,
+                     "store_url": url, "beta_max_records_per_batch": args.max_records},
+        })  # fmt: skip
+        submit_job(spec, settings, wait_healthy=600)
+        alpha.start()
+        time.sleep(args.warmup)
+        t0 = time.time()
+        emitted0 = alpha.emitted + beta.emitted
+        sampler = threading.Thread(target=sample_latency, args=(url, stop, latencies, t0))
+        sampler.start()
+        time.sleep(args.seconds)
+        t1 = time.time()
+        emitted1 = alpha.emitted + beta.emitted
+        stop.set()
+        sampler.join()
+        report(settings, spec.name, t0, t1, emitted1 - emitted0, latencies, beta.emitted)
+    finally:
+        stop.set()
+        alpha.stop()
+        beta.stop()
+        registry = JobRegistry(settings)
+        if cluster.status().master_alive and registry.view("fleet-bench").is_live:
+            registry.cancel("fleet-bench")
+        cluster.stop()
+
+
+def report(settings: Settings, job: str, t0: float, t1: float, offered: int,
+           latencies: list[float], beta_head: int) -> None:  # fmt: skip
+    lines = settings.layout.status_history(job).read_text().splitlines()
+    history = [json.loads(x) for x in lines]
+    window = [h for h in history if t0 <= h["last_batch_at"] <= t1]
+    span = t1 - t0
+    print(f"\nfleet-pings ingest benchmark ({span:.0f} s window, 2 workers, 2 cores machine)")
+    print(f"  offered          {offered / span:10.0f} pings/s (both simulators)")
+    for stage in ("vehicles", "vehicle-stats-1m"):
+        rows = [h for h in window if h["stage"] == stage]
+        n = sum(h.get("num_input_rows") or 0 for h in rows)
+        durs = [h["batch_duration_ms"] / 1000 for h in rows if h.get("batch_duration_ms")]
+        print(f"  {stage:16} {n / span:10.0f} pings/s processed, {len(rows)} batches, "
+              f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s")  # fmt: skip
+    last = [h for h in history if h["stage"] == "vehicles"][-1]
+    seq = next((s["end_offset"].get("sequence") for s in last["sources"]
+                if "sequence" in (s.get("end_offset") or {})), None)  # fmt: skip
+    print(f"  beta backlog     {beta_head - (seq or 0):10d} records at the end")
+    if latencies:
+        print(
+            f"  latency          p50 {pct(latencies, 0.5):.2f} s  p90 {pct(latencies, 0.9):.2f} s"
+            f"  p99 {pct(latencies, 0.99):.2f} s  max {max(latencies):.2f} s"
+            f"  ({len(latencies)} samples, mean {statistics.mean(latencies):.2f} s)"
+        )
+    else:
+        print("  latency          no samples")
+
+
+if __name__ == "__main__":
+    main()
