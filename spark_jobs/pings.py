@@ -31,7 +31,8 @@ def from_beta(df: DataFrame) -> DataFrame:
         F.col("sequence").cast("string").alias("position"),
         F.col("sequence").alias("framed_sequence"),
         F.col("raw"),
-        obj.isNull().alias("_unparsed"),
+        # from_json is PERMISSIVE: bad input gives a struct of nulls, never null itself.
+        F.json_object_keys(F.col("raw")).isNull().alias("_unparsed"),
         F.lit(8).alias("_columns"),
         *(obj[f].alias(f"_{f}") for f in FIELDS if f != "obd_codes"),
         F.coalesce(obd, F.array().cast("array<string>")).alias("obd_codes"),

@@ -53,6 +53,7 @@ class JobView:
         """Live, running, and every stage has committed at least one batch."""
         return (
             self.is_live
+            and self.state == "RUNNING"
             and self.status.get("state") == "RUNNING"
             and self.status.get("driver_id") == self.driver_id
             and bool(self.stages)

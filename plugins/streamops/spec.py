@@ -98,13 +98,15 @@ class JobSpec(BaseModel):
             raise ValueError("must be greater than zero")
         return v
 
-    @field_validator("conf")
+    @field_validator("conf", mode="before")
     @classmethod
-    def _conf(cls, v: dict[str, str]) -> dict[str, str]:
-        bad = [k for k in v if not k.startswith("spark.")]
+    def _conf(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        bad = [str(k) for k in v if not str(k).startswith("spark.")]
         if bad:
             raise ValueError(f"keys must start with 'spark.': {', '.join(bad)}")
-        return {k: str(x) for k, x in v.items()}
+        return {str(k): str(x).lower() if isinstance(x, bool) else str(x) for k, x in v.items()}
 
     @property
     def trigger_seconds(self) -> float:
@@ -121,6 +123,11 @@ class JobSpec(BaseModel):
                     raise ConfigError(
                         f"job spec {self.name}: args.{key} uses unknown placeholder {exc}; "
                         f"known: {', '.join(sorted(context))}"
+                    ) from exc
+                except (IndexError, ValueError) as exc:
+                    raise ConfigError(
+                        f"job spec {self.name}: args.{key} has a malformed placeholder ({exc}); "
+                        "placeholders look like {state_root}, literal braces are {{ and }}"
                     ) from exc
             out[key] = value
         return out

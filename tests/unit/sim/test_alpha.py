@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from streamops.cli import sim_cmds
 from streamops.exceptions import SimulatorError
 from streamops.settings import Settings

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import requests
+
 from streamops.cli import sim_cmds
 from streamops.exceptions import SimulatorError
 from streamops.settings import Settings

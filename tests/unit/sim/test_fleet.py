@@ -7,6 +7,7 @@ import math
 import re
 
 import pytest
+
 from streamops.exceptions import SimulatorError
 from streamops.sim.fleet import (
     LAT_MAX,

@@ -1,0 +1,286 @@
+"""The job registry's view of a job: status file + submissions + the master's JSON.
+
+The master is the edge: a hand-written fake client answers ``state()`` with dicts shaped
+like Spark's ``/json/``; the status and submissions files are real, in a temporary root.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from streamops.cluster.client import MasterClient
+from streamops.exceptions import UnsafeNameError
+from streamops.jobs import JobRegistry, JobView, read_submissions
+from streamops.layout import append_jsonl, write_json_atomic
+from streamops.settings import Settings
+
+JOB = "fleet-pings"
+WORKER = "worker-20260101000000-127.0.0.1-40123"
+
+
+class FakeMaster:
+    """Answers ``state()`` like ``GET :8080/json/`` of a standalone master."""
+
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
+        self.answer: dict[str, Any] = state or master()
+        self.calls = 0
+
+    def state(self) -> dict[str, Any]:
+        self.calls += 1
+        return self.answer
+
+
+def driver(driver_id: str, state: str = "RUNNING", worker: str = WORKER) -> dict[str, Any]:
+    return {"id": driver_id, "starttime": "1767225600000", "state": state, "cores": 1,
+            "memory": 1024, "worker": worker,
+            "mainclass": "org.apache.spark.deploy.PythonRunner"}  # fmt: skip
+
+
+def app(name: str = JOB, state: str = "RUNNING") -> dict[str, Any]:
+    return {"id": "app-20260101000001-0000", "name": name, "state": state, "cores": 2,
+            "user": "spark", "starttime": 1767225601000, "duration": 5000}  # fmt: skip
+
+
+def master(
+    active: list[dict[str, Any]] | None = None,
+    completed: list[dict[str, Any]] | None = None,
+    apps: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "url": "spark://127.0.0.1:7077",
+        "workers": [{"id": WORKER, "host": "127.0.0.1", "port": 40123, "state": "ALIVE",
+                     "cores": 4, "coresused": 2, "memory": 4096, "memoryused": 2048}],
+        "aliveworkers": 1, "cores": 4, "coresused": 2,
+        "activeapps": apps or [], "completedapps": [],
+        "activedrivers": active or [], "completeddrivers": completed or [],
+        "status": "ALIVE",
+    }  # fmt: skip
+
+
+def status_doc(
+    driver_id: str, state: str = "RUNNING", batches: tuple[int | None, ...] = (3, 1), **extra: Any
+) -> dict[str, Any]:
+    """A ``status.json`` as the driver's StatusBoard writes it."""
+    now = time.time()
+    names = ["vehicles", "vehicle-stats-1m"]
+    stages = {
+        name: {"batch_id": batch, "last_batch_at": now - 5 - i if batch is not None else None,
+               "input_rows_per_second": 100.0 + i, "processed_rows_per_second": 250.5}
+        for i, (name, batch) in enumerate(zip(names, batches, strict=False))
+    }  # fmt: skip
+    return {"job": JOB, "state": state, "driver_id": driver_id, "version": "2",
+            "started_at": now - 60, "stages": stages, **extra}  # fmt: skip
+
+
+class Registry:
+    """A registry over a temporary state root and a fake master; helpers to write files."""
+
+    def __init__(self, root: Path) -> None:
+        self.settings = Settings.from_env({}, state_root=str(root))
+        self.master = FakeMaster()
+        self.registry = JobRegistry(self.settings, cast(MasterClient, self.master))
+
+    def status(self, doc: dict[str, Any]) -> None:
+        write_json_atomic(self.settings.layout.status_file(JOB), doc)
+
+    def submitted(self, driver_id: str, version: str = "1", at: float | None = None) -> None:
+        append_jsonl(self.settings.layout.submissions_file(JOB), {
+            "event": "submitted", "driver_id": driver_id, "version": version,
+            "at": time.time() if at is None else at})  # fmt: skip
+
+    def view(self, **state: Any) -> JobView:
+        self.master.answer = master(**state)
+        return self.registry.view(JOB)
+
+
+@pytest.fixture
+def reg(tmp_path: Path) -> Registry:
+    return Registry(tmp_path / "state")
+
+
+def test_not_submitted(reg: Registry) -> None:
+    view = reg.view()
+    assert view.state == "NOT_SUBMITTED"
+    assert not view.is_live and not view.healthy
+    assert view.version is None and view.driver_id is None
+    assert view.driver_state is None and view.worker is None
+    assert (view.last_batch_age, view.input_rows_per_second) == (None, None)
+    assert view.stages == {}
+
+
+def test_live_driver_found_by_status_driver_id(reg: Registry) -> None:
+    reg.status(status_doc("driver-2"))
+    view = reg.view(active=[driver("driver-1", "FINISHED"), driver("driver-2")], apps=[app()])
+    assert (view.state, view.is_live, view.healthy) == ("RUNNING", True, True)
+    assert (view.driver_id, view.driver_state) == ("driver-2", "RUNNING")
+    assert view.worker == "127.0.0.1:40123"
+    assert view.version == "2"
+    assert view.last_batch_age == pytest.approx(5.0, abs=1.0)
+    assert view.input_rows_per_second == 201.0  # summed over stages
+    assert view.processed_rows_per_second == 501.0
+    assert set(view.stages) == {"vehicles", "vehicle-stats-1m"}
+
+
+def test_live_driver_found_by_last_submission(reg: Registry) -> None:
+    reg.submitted("driver-1", version="1")
+    reg.submitted("driver-2", version="2")
+    view = reg.view(active=[driver("driver-2", "SUBMITTED", worker="")])
+    assert (view.state, view.is_live, view.driver_id) == ("SUBMITTED", True, "driver-2")
+    assert (view.driver_state, view.worker, view.version) == ("SUBMITTED", None, "2")
+    assert not view.healthy
+
+
+def test_running_driver_without_its_status_yet_is_starting(reg: Registry) -> None:
+    reg.status(status_doc("driver-1"))  # the previous run's status
+    reg.submitted("driver-1")
+    reg.submitted("driver-2")
+    view = reg.view(active=[driver("driver-2")], completed=[driver("driver-1", "KILLED")])
+    assert (view.state, view.is_live, view.driver_id) == ("STARTING", True, "driver-2")
+    assert not view.healthy  # the status belongs to driver-1
+
+
+def test_relaunching_when_app_alive_but_driver_unknown(reg: Registry) -> None:
+    reg.status(status_doc("driver-1"))
+    reg.submitted("driver-1")
+    view = reg.view(
+        active=[driver("driver-7")],  # the relaunched driver has an id nobody recorded yet
+        completed=[driver("driver-1", "FAILED")],
+        apps=[app()],
+    )
+    assert view.state == "RELAUNCHING"
+    assert view.is_live
+    assert view.worker is None
+
+
+def test_relaunching_job_is_not_healthy(reg: Registry) -> None:
+    reg.status(status_doc("driver-1"))
+    reg.submitted("driver-1")
+    view = reg.view(active=[driver("driver-7")], completed=[driver("driver-1", "FAILED")],
+                    apps=[app()])  # fmt: skip
+    assert view.state == "RELAUNCHING"
+    assert not view.healthy
+
+
+@pytest.mark.parametrize("app_state", ["FINISHED", "KILLED"])
+def test_only_running_or_waiting_apps_count(reg: Registry, app_state: str) -> None:
+    reg.status(status_doc("driver-1"))
+    view = reg.view(completed=[driver("driver-1", "FINISHED")], apps=[app(state=app_state)])
+    assert not view.is_live
+
+
+def test_other_apps_do_not_count(reg: Registry) -> None:
+    reg.submitted("driver-1")
+    view = reg.view(apps=[app(name="trade-analyser"), app(name="fleet-pings-2")])
+    assert (view.state, view.is_live) == ("NOT_SUBMITTED", False)
+
+
+@pytest.mark.parametrize("final", ["FINISHED", "FAILED", "KILLED", "ERROR"])
+def test_finished_driver_state(reg: Registry, final: str) -> None:
+    reg.status(status_doc("driver-1"))  # stale: the driver died without updating it
+    reg.submitted("driver-1")
+    view = reg.view(completed=[driver("driver-0", "FINISHED"), driver("driver-1", final)])
+    assert (view.state, view.is_live, view.healthy) == (final, False, False)
+    assert (view.driver_state, view.driver_id, view.worker) == (final, None, None)
+
+
+def test_finished_driver_found_by_submission_only(reg: Registry) -> None:
+    reg.submitted("driver-5", version="9")
+    view = reg.view(completed=[driver("driver-5", "KILLED")])
+    assert (view.state, view.driver_state, view.version) == ("KILLED", "KILLED", "9")
+
+
+def test_active_driver_in_a_final_state_is_not_live(reg: Registry) -> None:
+    reg.status(status_doc("driver-1"))
+    view = reg.view(active=[driver("driver-1", "FAILED")])
+    assert not view.is_live
+    assert view.driver_state is None
+
+
+@pytest.mark.parametrize("state", ["SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"])
+def test_live_driver_states(reg: Registry, state: str) -> None:
+    reg.submitted("driver-1")
+    view = reg.view(active=[driver("driver-1", state)])
+    assert view.is_live and view.driver_state == state
+
+
+def test_unknown_to_the_master_falls_back_to_the_status_state(reg: Registry) -> None:
+    reg.status(status_doc("driver-1", state="STOPPED"))
+    view = reg.view()
+    assert (view.state, view.is_live, view.healthy) == ("STOPPED", False, False)
+
+
+def test_cancelled_events_are_not_candidates(reg: Registry) -> None:
+    reg.submitted("driver-1")
+    append_jsonl(reg.settings.layout.submissions_file(JOB),
+                 {"event": "cancelled", "driver_id": "driver-9", "at": time.time()})  # fmt: skip
+    view = reg.view(active=[driver("driver-9")])
+    assert (view.state, view.is_live) == ("NOT_SUBMITTED", False)
+
+
+def test_status_driver_wins_over_submissions(reg: Registry) -> None:
+    reg.status(status_doc("driver-3"))
+    reg.submitted("driver-3")
+    reg.submitted("driver-4")  # e.g. a second submit that is still queued
+    view = reg.view(active=[driver("driver-3"), driver("driver-4", "SUBMITTED")])
+    assert (view.driver_id, view.state, view.healthy) == ("driver-3", "RUNNING", True)
+
+
+def test_worker_address_falls_back_to_the_worker_id(reg: Registry) -> None:
+    reg.status(status_doc("driver-1"))
+    view = reg.view(active=[driver("driver-1", worker="worker-gone")])
+    assert view.worker == "worker-gone"
+
+
+# --- healthy -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("doc", "healthy"),
+    [
+        (status_doc("driver-1"), True),
+        (status_doc("driver-1", batches=(3, None)), False),  # a stage without a batch
+        (status_doc("driver-1", batches=()), False),  # no stages at all
+        (status_doc("driver-1", state="STARTING"), False),
+        (status_doc("driver-1", state="STOPPING"), False),
+        (status_doc("driver-0"), False),  # the status is another driver's
+    ],
+    ids=["running", "stage-without-batch", "no-stages", "starting", "stopping", "stale"],
+)
+def test_healthy_rules(reg: Registry, doc: dict[str, Any], healthy: bool) -> None:
+    reg.status(doc)
+    reg.submitted("driver-1")
+    view = reg.view(active=[driver("driver-1")], apps=[app()])
+    assert view.is_live
+    assert view.healthy is healthy
+
+
+def test_not_live_is_never_healthy(reg: Registry) -> None:
+    reg.status(status_doc("driver-1"))
+    assert not reg.view(completed=[driver("driver-1", "FINISHED")]).healthy
+
+
+# --- registry ------------------------------------------------------------------------------
+def test_list_reads_the_master_once(reg: Registry) -> None:
+    reg.status(status_doc("driver-1"))
+    reg.settings.layout.job_dir("trade-analyser").mkdir(parents=True)
+    reg.master.answer = master(active=[driver("driver-1")])
+    views = reg.registry.list()
+    assert [v.name for v in views] == ["fleet-pings", "trade-analyser"]
+    assert [v.state for v in views] == ["RUNNING", "NOT_SUBMITTED"]
+    assert reg.master.calls == 1
+    assert reg.registry.names() == ["fleet-pings", "trade-analyser"]
+
+
+def test_view_refuses_unsafe_names(reg: Registry) -> None:
+    with pytest.raises(UnsafeNameError):
+        reg.registry.view("../etc")
+    assert reg.master.calls == 0
+
+
+def test_read_submissions_skips_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "submissions.jsonl"
+    assert read_submissions(path) == []
+    path.write_text('{"event": "submitted", "driver_id": "d-1"}\n{"event": "subm', encoding="utf-8")
+    assert read_submissions(path) == [{"event": "submitted", "driver_id": "d-1"}]
