@@ -92,7 +92,6 @@ def build_submission(
         "spark.cores.max": str(res.max_cores),
         "spark.pyspark.python": settings.python,
         "spark.pyspark.driver.python": settings.python,
-        "spark.driver.host": settings.master_host,
         **spec.conf,
     }
     app_args = (

@@ -6,12 +6,14 @@ import argparse
 import json
 from typing import Any
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 
+from streamops.exceptions import ConfigError
 from streamops.jobs import JobRegistry, JobView
 from streamops.settings import Settings
-from streamops.spec import load_spec
+from streamops.spec import JobSpec, load_spec, spec_from_dict
 
 console = Console()
 
@@ -19,6 +21,10 @@ console = Console()
 def register(sub: Any) -> None:
     p = sub.add_parser("submit", help="run a job (spec YAML) as a supervised cluster driver")
     p.add_argument("spec", help="path of the job spec, e.g. config/jobs/fleet-pings.yaml")
+    p.add_argument(
+        "--arg", action="append", default=[], metavar="KEY=VALUE",
+        help="override one of the spec's args (repeatable), e.g. --arg beta_url=http://h:8000/pings",
+    )  # fmt: skip
     p.add_argument(
         "--wait", type=float, default=180.0, metavar="SECONDS",
         help="wait until every stage committed a batch (0: return once submitted)",
@@ -41,10 +47,22 @@ def register(sub: Any) -> None:
 def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.submit import submit_job
 
-    spec = load_spec(args.spec)
+    spec = with_args(load_spec(args.spec), args.arg)
     driver = submit_job(spec, settings, wait_healthy=args.wait or None)
     console.print(f"job [bold]{spec.name}[/] v{spec.version} submitted as driver {driver}")
     return 0
+
+
+def with_args(spec: JobSpec, overrides: list[str]) -> JobSpec:
+    """``spec`` with ``KEY=VALUE`` overrides of its args (values parsed as YAML scalars)."""
+    updated = dict(spec.args)
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--arg {item!r}: expected KEY=VALUE")
+        parsed = yaml.safe_load(value) if value else ""
+        updated[key] = parsed if isinstance(parsed, str | int | float | bool) else value
+    return spec_from_dict({**spec.model_dump(mode="json"), "args": updated}, "--arg")
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
