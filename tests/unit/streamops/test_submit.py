@@ -71,7 +71,7 @@ def test_spark_properties(spec: JobSpec, settings: Settings) -> None:
     assert props["spark.cores.max"] == "6"
     assert props["spark.pyspark.python"] == props["spark.pyspark.driver.python"]
     assert props["spark.pyspark.python"] == "/opt/py/bin/python3"
-    assert props["spark.driver.host"] == "127.0.0.9"
+    assert "spark.driver.host" not in props  # the driver binds where its worker runs
     assert props["spark.sql.shuffle.partitions"] == "8"  # the spec's conf wins over defaults
     assert props["spark.executor.instances"] == "2"
     for key in DEFAULT_CONF.keys() - {"spark.sql.shuffle.partitions"}:
