@@ -35,12 +35,14 @@ def ping_stream(ctx: JobContext) -> DataFrame:
     spark.dataSource.register(BetaDataSource)
     alpha = (
         spark.readStream.format("fleet_alpha")
+        .options(**ctx.source_options("fleetsim-alpha"))
         .option("path", str(args["alpha_dir"]))
         .option("max_files_per_batch", str(args.get("alpha_max_files_per_batch", 200)))
         .load()
     )
     beta = (
         spark.readStream.format("fleet_beta")
+        .options(**ctx.source_options("fleetsim-beta"))
         .option("url", str(args["beta_url"]))
         .option("max_records_per_batch", str(args.get("beta_max_records_per_batch", 50000)))
         .load()
@@ -72,8 +74,11 @@ def vehicles_sink(
     return write
 
 
-def windowed_stats(valid_pings: DataFrame, watermark: str, size: str) -> DataFrame:
-    window = F.window("event_time", size)
+def windowed_stats(
+    valid_pings: DataFrame, watermark: str, size: str, slide: str | None = None
+) -> DataFrame:
+    """Per VIN and event-time window (tumbling, or sliding with ``slide``): pings, speeds."""
+    window = F.window("event_time", size) if slide is None else F.window("event_time", size, slide)
     return (
         valid_pings.withWatermark("event_time", watermark)
         .groupBy(window.alias("w"), "vin")

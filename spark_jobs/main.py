@@ -7,13 +7,16 @@ inline (base64 JSON) so a relaunched driver on any worker runs exactly the same 
 from __future__ import annotations
 
 import argparse
+import base64
 import importlib
+import json
 import logging
 import sys
+import time
 
 from pyspark.sql import SparkSession
 
-from spark_jobs.runtime.context import JobContext
+from spark_jobs.runtime.context import JobContext, short_error
 from streamops.layout import StateLayout
 from streamops.spec import decode_spec
 
@@ -24,6 +27,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spark_jobs.main")
     parser.add_argument("--spec-b64", required=True)
     parser.add_argument("--state-root", required=True)
+    parser.add_argument("--from-savepoint", help="savepoint this run was restored from")
+    parser.add_argument(
+        "--start-positions-b64",
+        help="base64 JSON {source_id: offset}: where stages without a checkpoint start",
+    )
     return parser.parse_args(argv)
 
 
@@ -35,15 +43,29 @@ def main(argv: list[str] | None = None) -> int:
     spec = decode_spec(args.spec_b64)
     layout = StateLayout.at(args.state_root)
     module = importlib.import_module(spec.entrypoint)
+    positions = (
+        json.loads(base64.urlsafe_b64decode(args.start_positions_b64))
+        if args.start_positions_b64
+        else {}
+    )
     spark = SparkSession.builder.appName(spec.name).getOrCreate()
-    ctx = JobContext(spark, spec, layout)
+    ctx = JobContext(
+        spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions
+    )
     ident = ctx.board.snapshot()
     log.info(
         "job %s v%s starting (driver %s, app %s)",
         spec.name, spec.version, ident.get("driver_id"), ident.get("app_id"),
     )  # fmt: skip
-    module.build(ctx)
-    ctx.run()
+    try:
+        module.build(ctx)
+        ctx.run()
+    except BaseException as exc:
+        if ctx.board.snapshot().get("state") != "FAILED":
+            ctx.board.set_state("FAILED", error=short_error(exc), stopped_at=time.time())
+        raise
+    finally:
+        spark.stop()
     return 0
 
 

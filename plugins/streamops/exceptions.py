@@ -12,6 +12,10 @@ and what to do about it::
     ├── JobError               a job-level operation failed
     │   ├── JobAlreadyRunning  a live instance of the job name exists (submit refused)
     │   └── JobNotFound        no job of that name is known
+    ├── SavepointError         a savepoint could not be written, read, verified or restored
+    │   ├── SavepointExists    the name is taken
+    │   ├── SavepointNotFound  no readable savepoint of that name
+    │   └── SavepointProtected a running job was started from it
     └── SimulatorError         a simulator was given bad parameters
 """
 
@@ -52,6 +56,22 @@ class JobAlreadyRunning(JobError):
 
 class JobNotFound(JobError):
     """No job of that name is known to the state root or the cluster."""
+
+
+class SavepointError(StreamopsError):
+    """A savepoint could not be written, read, verified or restored; the message says which."""
+
+
+class SavepointExists(SavepointError):
+    """A savepoint of that name exists already; pick another name or delete it first."""
+
+
+class SavepointNotFound(SavepointError):
+    """No (readable) savepoint of that name; the message lists the existing ones."""
+
+
+class SavepointProtected(SavepointError):
+    """The savepoint is needed by a running job (it was started from it) and is kept."""
 
 
 class SimulatorError(StreamopsError):

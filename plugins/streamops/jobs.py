@@ -137,6 +137,15 @@ class JobRegistry:
             if view.healthy and (since_driver is None or _is_run_of(view, since_driver, self)):
                 log.info("job %s v%s is healthy on driver %s", name, view.version, view.driver_id)
                 return view
+            if (
+                since_driver
+                and view.status.get("state") == "FAILED"
+                and _is_run_of(view, since_driver, self)
+            ):
+                raise JobError(
+                    f"job {name} failed on start (driver {view.status.get('driver_id')}): "
+                    f"{str(view.status.get('error'))[:1500]}"
+                )
             if not view.is_live and view.driver_state in ("FAILED", "ERROR", "KILLED", "FINISHED"):
                 raise JobError(
                     f"job {name} did not become healthy: driver {since_driver or view.driver_id} "
@@ -172,10 +181,17 @@ class JobRegistry:
         view = self.view(name)
         if not view.is_live:
             raise JobNotFound(f"job {name} is not running (state {view.state})")
+        identify_by = time.monotonic() + timeout
+        while not view.driver_id and view.is_live and time.monotonic() < identify_by:
+            log.info("job %s is relaunching; waiting for its driver to identify itself", name)
+            time.sleep(2.0)
+            view = self.view(name)
+        if not view.is_live:
+            return []
         if not view.driver_id:
             raise JobError(
-                f"job {name} has a live application but its driver is not identified yet "
-                "(it may be relaunching); retry in a few seconds"
+                f"job {name} has a live application but its driver did not identify itself "
+                f"within {timeout:.0f}s; kill it from the master UI"
             )
         log.info("cancelling job %s: killing driver %s", name, view.driver_id)
         self.client.kill_submission(view.driver_id)

@@ -68,6 +68,10 @@ class StateLayout:
     def control_dir(self, job: str) -> Path:
         return self.job_dir(job) / "control"
 
+    def pause_file(self, job: str) -> Path:
+        """Present while the driver drains its stages to a batch boundary (sources read nothing)."""
+        return self.job_dir(job) / "paused"
+
     def lease_file(self, job: str) -> Path:
         return self.job_dir(job) / "lease.json"
 

@@ -8,6 +8,7 @@ them until one fails or all stop.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_jobs.runtime.control import ControlLoop
 from spark_jobs.runtime.status import StatusBoard, StatusListener
 from streamops.layout import StateLayout
 from streamops.names import check_name
@@ -55,13 +57,36 @@ class Stage:
 
 
 class JobContext:
-    def __init__(self, spark: SparkSession, spec: JobSpec, layout: StateLayout) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        spec: JobSpec,
+        layout: StateLayout,
+        *,
+        from_savepoint: str | None = None,
+        start_positions: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.spark = spark
         self.spec = spec
         self.layout = layout
         self.args = spec.resolved_args(state_root=str(layout.root))
         self.stages: list[Stage] = []
+        self.from_savepoint = from_savepoint
+        self.start_positions = start_positions or {}
         self.board = StatusBoard(layout, spec.name, self._identity())
+        self.control = ControlLoop(self)
+
+    def source_options(self, source_id: str) -> dict[str, str]:
+        """Options every runtime-aware source of this job takes.
+
+        ``start_offset`` is where a stage without a checkpoint starts (a stage added by an
+        upgrade starts at the savepoint's position); Spark ignores it once a checkpoint
+        exists, so it is safe to give to every stage.
+        """
+        opts = {"source_id": source_id, "pause_file": str(self.layout.pause_file(self.job))}
+        if source_id in self.start_positions:
+            opts["start_offset"] = json.dumps(self.start_positions[source_id])
+        return opts
 
     @property
     def job(self) -> str:
@@ -76,6 +101,7 @@ class JobContext:
             "app_id": sc.applicationId,
             "host": socket.gethostname(),
             "pid": os.getpid(),
+            "from_savepoint": self.from_savepoint,
             "processing_guarantee": self.spec.processing_guarantee.value,
             "trigger_interval": self.spec.trigger_interval,
         }
@@ -94,6 +120,17 @@ class JobContext:
             raise ValueError(f"stage {name!r} declared twice in job {self.job}")
         self.stages.append(Stage(name, frame, sink, output_mode, stateful))
 
+    def describe(self, stage: str) -> dict[str, Any] | None:
+        """The stage's state descriptor (operators, keys, aggregates), for plans and manifests."""
+        try:
+            from spark_jobs.runtime.describe import describe_stage
+
+            found = next(s for s in self.stages if s.name == stage)
+            return describe_stage(found.frame, output_mode=found.output_mode)
+        except Exception:  # a stage we cannot describe is planned as unknown, never guessed
+            log.warning("could not describe stage %s of %s", stage, self.job, exc_info=True)
+            return None
+
     def checkpoint_for(self, stage: str) -> str:
         if self.spec.processing_guarantee is ProcessingGuarantee.NONE:
             # No guarantee: state is not kept across restarts; each run starts afresh.
@@ -106,10 +143,13 @@ class JobContext:
         """Start every stage and block until one fails (raise) or all stop."""
         if not self.stages:
             raise ValueError(f"job {self.job} declared no stages")
+        self.layout.pause_file(self.job).unlink(missing_ok=True)  # left by a crashed drain
         self.spark.streams.addListener(StatusListener(self.board))
         queries = []
         for stage in self.stages:
-            self.board.declare_stage(stage.name, stateful=stage.stateful)
+            self.board.declare_stage(
+                stage.name, stateful=stage.stateful, descriptor=self.describe(stage.name)
+            )
             query = (
                 stage.frame.writeStream.queryName(stage.name)
                 .option("checkpointLocation", self.checkpoint_for(stage.name))
@@ -128,6 +168,8 @@ class JobContext:
                 for q in queries:
                     if not q.isActive and q.exception() is not None:
                         raise JobFailed(f"stage {q.name} failed: {q.exception()}")
+                if self.control.poll({q.name: q for q in queries}) == "exit":
+                    return
                 time.sleep(0.5)
             failed = [q for q in queries if q.exception() is not None]
             if failed:

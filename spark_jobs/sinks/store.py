@@ -68,6 +68,13 @@ vehicle_stats = Table(
     Column("updated_at", Float, nullable=False),
 )
 
+avg_speed_5m = Table(
+    "avg_speed_5m",
+    metadata,
+    *(Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+      for c in vehicle_stats.columns),
+)  # fmt: skip
+
 quarantine = Table(
     "quarantine",
     metadata,

@@ -9,11 +9,15 @@ Contract with the writer: a file whose name sorts at or below the current offset
 appears is never read; fleetsim-alpha only ever adds names above the last one.
 
 Options: ``path``, ``max_files_per_batch`` (default 200), ``files_per_partition``
-(default 20), ``start_after`` (file name; default ``""``, the beginning).
+(default 20), ``start_after`` (file name; default ``""``, the beginning), ``start_offset``
+(JSON of an offset of this source, e.g. from a savepoint: where a new query starts),
+``source_id`` (stored in every offset, default ``alpha:<path>``), ``pause_file`` (while it
+exists, no new files are admitted: the query drains to a batch boundary and idles).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -59,21 +63,32 @@ class AlphaStreamReader(DataSourceStreamReader):
         self.max_files = int(options.get("max_files_per_batch", 200))
         self.files_per_partition = int(options.get("files_per_partition", 20))
         self.start_after = options.get("start_after", "") or ""
+        self.source_id = options.get("source_id") or f"alpha:{self.path}"
+        self.pause_file = options.get("pause_file") or ""
+        self.start_offset = options.get("start_offset") or ""
         os.makedirs(self.path, exist_ok=True)
 
+    def _offset(self, name: str) -> dict:
+        return {"source": self.source_id, "file": name}
+
     def initialOffset(self) -> dict:
-        return {"file": self.start_after}
+        recorded = json.loads(self.start_offset) if self.start_offset else None
+        if recorded and "file" in recorded:
+            return self._offset(str(recorded["file"]))
+        return self._offset(self.start_after)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxFiles(self.max_files)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if self.pause_file and os.path.exists(self.pause_file):
+            return start
         files = list_files(self.path, start["file"])
         if isinstance(limit, ReadMaxFiles):
             files = files[: limit.max_files]
         elif not isinstance(limit, ReadAllAvailable):
             files = files[: self.max_files]
-        return {"file": files[-1] if files else start["file"]}
+        return self._offset(files[-1] if files else start["file"])
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if start["file"] == end["file"]:

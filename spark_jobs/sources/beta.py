@@ -8,12 +8,16 @@ sequence fails the query with the missing range: records are never skipped silen
 
 Options: ``url`` (…/pings), ``max_records_per_batch`` (default 50000), ``partition_size``
 (default 10000), ``start_sequence`` (offset of a new query; default: just before the
-oldest record the server holds), ``timeout`` (seconds, default 10).
+oldest record the server holds), ``start_offset`` (JSON of an offset of this source, e.g.
+from a savepoint: where a new query starts), ``timeout`` (seconds, default 10),
+``source_id`` (stored in every offset, default ``beta:<url>``), ``pause_file`` (while it
+exists, nothing new is admitted: the query drains to a batch boundary and idles).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -101,25 +105,36 @@ class BetaStreamReader(DataSourceStreamReader):
         self.partition_size = int(options.get("partition_size", 10000))
         self.timeout = float(options.get("timeout", 10))
         self.start_sequence = options.get("start_sequence")
+        self.source_id = options.get("source_id") or f"beta:{self.url}"
+        self.pause_file = options.get("pause_file") or ""
+        self.start_offset = options.get("start_offset") or ""
+
+    def _offset(self, sequence: int) -> dict:
+        return {"source": self.source_id, "sequence": sequence}
 
     def initialOffset(self) -> dict:
+        recorded = json.loads(self.start_offset) if self.start_offset else None
+        if recorded and "sequence" in recorded:
+            return self._offset(int(recorded["sequence"]))
         if self.start_sequence not in (None, ""):
-            return {"sequence": int(self.start_sequence)}
+            return self._offset(int(self.start_sequence))
         head = fetch_head(self.url, self.timeout)
         first = head.get("first")
-        return {"sequence": int(first) - 1 if first else int(head.get("last") or 0)}
+        return self._offset(int(first) - 1 if first else int(head.get("last") or 0))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if self.pause_file and os.path.exists(self.pause_file):
+            return start
         last = int(fetch_head(self.url, self.timeout).get("last") or 0)
         begin = int(start["sequence"])
         if isinstance(limit, ReadMaxRows):
             last = min(last, begin + limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
-        return {"sequence": max(begin, last)}
+        return self._offset(max(begin, last))
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         lo, hi = int(start["sequence"]), int(end["sequence"])

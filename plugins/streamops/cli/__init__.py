@@ -15,7 +15,14 @@ from streamops.settings import Settings
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from streamops.cli import cluster_cmds, job_cmds, sim_cmds, stack_cmds
+    from streamops.cli import (
+        cluster_cmds,
+        job_cmds,
+        savepoint_cmds,
+        sim_cmds,
+        stack_cmds,
+        upgrade_cmds,
+    )
 
     parser = argparse.ArgumentParser(
         prog="streamops",
@@ -28,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     job_cmds.register(sub)
     sim_cmds.register(sub)
     stack_cmds.register(sub)
+    savepoint_cmds.register(sub)
+    upgrade_cmds.register(sub)
     return parser
 
 

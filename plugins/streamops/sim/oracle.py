@@ -73,6 +73,23 @@ def tumbling_windows(
     }
 
 
+def sliding_windows(
+    pings: Iterable[Ping], size: float = 300.0, slide: float = 60.0
+) -> dict[tuple[str, float], WindowStats]:
+    """Per (VIN, window start) over windows of ``size`` seconds starting every ``slide``."""
+    acc: dict[tuple[str, float], list[float]] = defaultdict(list)
+    for p in pings:
+        last_start = math.floor(p.time / slide) * slide
+        start = last_start
+        while start > p.time - size:
+            acc[(p.vin, start)].append(p.speed)
+            start -= slide
+    return {
+        key: WindowStats(len(speeds), sum(speeds) / len(speeds), max(speeds))
+        for key, speeds in acc.items()
+    }
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
@@ -94,10 +111,12 @@ def compare_vehicles(expected: Mapping[str, Ping], rows: Iterable[Mapping[str, A
 
 
 def compare_windows(
-    expected: Mapping[tuple[str, float], WindowStats], rows: Iterable[Mapping[str, Any]]
+    expected: Mapping[tuple[str, float], WindowStats],
+    rows: Iterable[Mapping[str, Any]],
+    what: str = "vehicle_stats",
 ) -> Comparison:
     actual = {(r["vin"], float(r["window_start"])): r for r in rows}
-    cmp = Comparison("vehicle_stats", len(expected), len(actual))
+    cmp = Comparison(what, len(expected), len(actual))
     cmp.missing = sorted(set(expected) - set(actual))
     cmp.unexpected = sorted(set(actual) - set(expected))
     for key in sorted(set(expected) & set(actual)):

@@ -47,8 +47,13 @@ def write_files(directory: Path, contents: dict[str, str]) -> None:
         (directory / name).write_text(text, encoding="utf-8")
 
 
+def A(name: str) -> dict[str, str]:
+    """An alpha offset as the reader stores it."""
+    return {"source": "alpha-test", "file": name}
+
+
 def alpha_reader(directory: Path, **options: str) -> AlphaStreamReader:
-    return AlphaStreamReader({"path": str(directory), **options})
+    return AlphaStreamReader({"path": str(directory), "source_id": "alpha-test", **options})
 
 
 def alpha_names(count: int) -> list[str]:
@@ -82,10 +87,10 @@ def test_alpha_creates_the_directory(tmp_path: Path) -> None:
 
 
 def test_alpha_initial_offset(drop: Path) -> None:
-    assert alpha_reader(drop).initialOffset() == {"file": ""}
-    assert alpha_reader(drop, start_after="").initialOffset() == {"file": ""}
+    assert alpha_reader(drop).initialOffset() == A("")
+    assert alpha_reader(drop, start_after="").initialOffset() == A("")
     start = file_name(2)
-    assert alpha_reader(drop, start_after=start).initialOffset() == {"file": start}
+    assert alpha_reader(drop, start_after=start).initialOffset() == A(start)
 
 
 def test_alpha_default_read_limit(drop: Path) -> None:
@@ -96,24 +101,24 @@ def test_alpha_default_read_limit(drop: Path) -> None:
 def test_alpha_latest_offset_read_max_files(drop: Path) -> None:
     reader = alpha_reader(drop)
     names = alpha_names(5)
-    assert reader.latestOffset({"file": ""}, ReadMaxFiles(2)) == {"file": names[1]}
-    assert reader.latestOffset({"file": names[1]}, ReadMaxFiles(2)) == {"file": names[3]}
-    assert reader.latestOffset({"file": names[3]}, ReadMaxFiles(2)) == {"file": names[4]}
+    assert reader.latestOffset({"file": ""}, ReadMaxFiles(2)) == A(names[1])
+    assert reader.latestOffset({"file": names[1]}, ReadMaxFiles(2)) == A(names[3])
+    assert reader.latestOffset({"file": names[3]}, ReadMaxFiles(2)) == A(names[4])
 
 
 def test_alpha_latest_offset_read_all_available(drop: Path) -> None:
     reader = alpha_reader(drop, max_files_per_batch="1")
-    assert reader.latestOffset({"file": ""}, ReadAllAvailable()) == {"file": file_name(5)}
+    assert reader.latestOffset({"file": ""}, ReadAllAvailable()) == A(file_name(5))
 
 
 def test_alpha_latest_offset_other_limits_use_the_option(drop: Path) -> None:
     reader = alpha_reader(drop, max_files_per_batch="3")
-    assert reader.latestOffset({"file": ""}, ReadMinRows(1)) == {"file": file_name(3)}
+    assert reader.latestOffset({"file": ""}, ReadMinRows(1)) == A(file_name(3))
 
 
 def test_alpha_latest_offset_without_new_files_stays(drop: Path) -> None:
     reader = alpha_reader(drop)
-    last = {"file": file_name(5)}
+    last = A(file_name(5))
     assert reader.latestOffset(last, ReadAllAvailable()) == last
     assert reader.latestOffset(last, ReadMaxFiles(10)) == last
 
@@ -121,13 +126,13 @@ def test_alpha_latest_offset_without_new_files_stays(drop: Path) -> None:
 def test_alpha_latest_offset_from_start_after(drop: Path) -> None:
     reader = alpha_reader(drop, start_after=file_name(3))
     start = reader.initialOffset()
-    assert reader.latestOffset(start, ReadMaxFiles(1)) == {"file": file_name(4)}
+    assert reader.latestOffset(start, ReadMaxFiles(1)) == A(file_name(4))
 
 
 def test_alpha_ignores_hidden_temp_and_foreign_files(drop: Path) -> None:
     assert list_files(str(drop), "") == alpha_names(5)
     reader = alpha_reader(drop)
-    assert reader.latestOffset({"file": ""}, ReadAllAvailable()) == {"file": file_name(5)}
+    assert reader.latestOffset({"file": ""}, ReadAllAvailable()) == A(file_name(5))
     files = [f for p in reader.partitions({"file": ""}, {"file": file_name(5)})
              for f in p.files]  # type: ignore[attr-defined]  # fmt: skip
     assert files == alpha_names(5)
@@ -137,7 +142,7 @@ def test_alpha_empty_directory(tmp_path: Path) -> None:
     reader = alpha_reader(tmp_path / "empty")
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
-    assert end == start == {"file": ""}
+    assert end == start == A("")
     assert reader.partitions(start, end) == []
 
 
@@ -212,7 +217,7 @@ def test_alpha_reads_a_real_simulator_run_completely(tmp_path: Path) -> None:
     reader = alpha_reader(directory, files_per_partition="2")
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
-    assert end == {"file": file_name(3)}
+    assert end == A(file_name(3))
     rows = [row for part in reader.partitions(start, end) for row in reader.read(part)]
     records = read_journal(journal)
     assert [(file, raw) for file, _, raw in rows] == [(r.file, r.raw) for r in records]
@@ -248,8 +253,13 @@ def short_beta() -> Iterator[BetaSimulator]:
         sim.stop()
 
 
+def B(sequence: int) -> dict[str, object]:
+    """A beta offset as the reader stores it."""
+    return {"source": "beta-test", "sequence": sequence}
+
+
 def beta_reader(sim: BetaSimulator, **options: str) -> BetaStreamReader:
-    return BetaStreamReader({"url": sim.url, **options})
+    return BetaStreamReader({"url": sim.url, "source_id": "beta-test", **options})
 
 
 def test_beta_needs_a_url() -> None:
@@ -258,17 +268,17 @@ def test_beta_needs_a_url() -> None:
 
 
 def test_beta_initial_offset_is_before_the_oldest_record(beta: BetaSimulator) -> None:
-    assert beta_reader(beta).initialOffset() == {"sequence": 0}
-    assert beta_reader(beta, start_sequence="").initialOffset() == {"sequence": 0}
+    assert beta_reader(beta).initialOffset() == B(0)
+    assert beta_reader(beta, start_sequence="").initialOffset() == B(0)
 
 
 def test_beta_initial_offset_of_a_short_history(short_beta: BetaSimulator) -> None:
     expected = SMALL_PINGS - SMALL_HISTORY
-    assert beta_reader(short_beta).initialOffset() == {"sequence": expected}
+    assert beta_reader(short_beta).initialOffset() == B(expected)
 
 
 def test_beta_start_sequence(beta: BetaSimulator) -> None:
-    assert beta_reader(beta, start_sequence="250").initialOffset() == {"sequence": 250}
+    assert beta_reader(beta, start_sequence="250").initialOffset() == B(250)
 
 
 def test_beta_default_read_limit(beta: BetaSimulator) -> None:
@@ -279,27 +289,27 @@ def test_beta_default_read_limit(beta: BetaSimulator) -> None:
 
 def test_beta_latest_offset_read_max_rows(beta: BetaSimulator) -> None:
     reader = beta_reader(beta)
-    assert reader.latestOffset({"sequence": 0}, ReadMaxRows(300)) == {"sequence": 300}
-    assert reader.latestOffset({"sequence": 300}, ReadMaxRows(300)) == {"sequence": 600}
-    near_end = {"sequence": BETA_PINGS - 10}
-    assert reader.latestOffset(near_end, ReadMaxRows(300)) == {"sequence": BETA_PINGS}
+    assert reader.latestOffset({"sequence": 0}, ReadMaxRows(300)) == B(300)
+    assert reader.latestOffset({"sequence": 300}, ReadMaxRows(300)) == B(600)
+    near_end = B(BETA_PINGS - 10)
+    assert reader.latestOffset(near_end, ReadMaxRows(300)) == B(BETA_PINGS)
 
 
 def test_beta_latest_offset_read_all_available(beta: BetaSimulator) -> None:
     reader = beta_reader(beta, max_records_per_batch="5")
-    assert reader.latestOffset({"sequence": 0}, ReadAllAvailable()) == {"sequence": BETA_PINGS}
+    assert reader.latestOffset({"sequence": 0}, ReadAllAvailable()) == B(BETA_PINGS)
 
 
 def test_beta_latest_offset_other_limits_use_the_option(beta: BetaSimulator) -> None:
     reader = beta_reader(beta, max_records_per_batch="123")
-    assert reader.latestOffset({"sequence": 10}, ReadMinRows(1)) == {"sequence": 133}
+    assert reader.latestOffset({"sequence": 10}, ReadMinRows(1)) == B(133)
 
 
 def test_beta_latest_offset_never_goes_back(beta: BetaSimulator) -> None:
     reader = beta_reader(beta)
-    at_head = {"sequence": BETA_PINGS}
+    at_head = B(BETA_PINGS)
     assert reader.latestOffset(at_head, ReadAllAvailable()) == at_head
-    ahead = {"sequence": BETA_PINGS + 50}
+    ahead = B(BETA_PINGS + 50)
     assert reader.latestOffset(ahead, ReadMaxRows(10)) == ahead
 
 
@@ -332,7 +342,7 @@ def test_beta_read_spans_several_pages(beta: BetaSimulator) -> None:
 
 def test_beta_partitions_read_together_cover_the_batch(beta: BetaSimulator) -> None:
     reader = beta_reader(beta, partition_size="64")
-    start = {"sequence": 17}
+    start = B(17)
     end = reader.latestOffset(start, ReadMaxRows(500))
     sequences = [seq for p in reader.partitions(start, end) for seq, _ in reader.read(p)]
     assert sequences == list(range(18, 518))
@@ -367,3 +377,28 @@ def test_beta_read_beyond_the_head_fails_clearly(beta: BetaSimulator) -> None:
 def test_beta_data_source() -> None:
     assert BetaDataSource.name() == "fleet_beta"
     assert [f.name for f in BetaDataSource({}).schema().fields] == ["sequence", "raw"]
+
+
+def test_alpha_pause_file_admits_nothing(tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "pings-000000000001.csv").write_text("x\n")
+    pause = tmp_path / "paused"
+    reader = alpha_reader(drop, pause_file=str(pause))
+    pause.touch()
+    assert reader.latestOffset(A(""), ReadAllAvailable()) == A("")
+    pause.unlink()
+    assert reader.latestOffset(A(""), ReadAllAvailable()) == A("pings-000000000001.csv")
+
+
+def test_alpha_start_offset_from_a_savepoint(tmp_path: Path) -> None:
+    start = '{"source": "fleetsim-alpha", "file": "pings-000000000007.csv"}'
+    assert alpha_reader(tmp_path, start_offset=start).initialOffset() == A("pings-000000000007.csv")
+
+
+def test_beta_pause_file_and_start_offset(beta: BetaSimulator, tmp_path: Path) -> None:
+    pause = tmp_path / "paused"
+    pause.touch()
+    reader = beta_reader(beta, pause_file=str(pause), start_offset='{"sequence": 12}')
+    assert reader.initialOffset() == B(12)
+    assert reader.latestOffset(B(12), ReadAllAvailable()) == B(12)

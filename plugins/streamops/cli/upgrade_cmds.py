@@ -1,0 +1,88 @@
+"""CLI verbs for savepoints of running jobs and upgrades: ``save-snapshot``, ``restore``,
+``plan-upgrade``, ``upgrade``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+
+from streamops.settings import Settings
+from streamops.spec import load_spec
+
+console = Console()
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("save-snapshot", help="savepoint a running job at a batch boundary")
+    p.add_argument("job")
+    p.add_argument("name", help="savepoint name (a-z, 0-9, '.', '_', '-')")
+    p.add_argument("--cancel", action="store_true", help="stop the job once it is verified")
+    p.add_argument("--timeout", type=float, default=180.0)
+    p.set_defaults(handler=cmd_save)
+
+    p = sub.add_parser("restore", help="start a job spec from a savepoint (stages by name)")
+    p.add_argument("spec")
+    p.add_argument("savepoint")
+    p.add_argument("--wait", type=float, default=300.0)
+    p.set_defaults(handler=cmd_restore)
+
+    for verb, fn, text in (
+        ("plan-upgrade", cmd_plan, "dry run: what an upgrade would do with each stage"),
+        ("upgrade", cmd_upgrade, "savepoint with cancel, start the new version, roll back"),
+    ):
+        p = sub.add_parser(verb, help=text)
+        p.add_argument("job")
+        p.add_argument("spec", help="the new version's job spec")
+        p.add_argument("--allow-state-drop", action="store_true",
+                       help="allow dropping (or renaming) stateful stages")  # fmt: skip
+        if verb == "upgrade":
+            p.add_argument("--savepoint", help="savepoint name (default: generated)")
+            p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
+        p.set_defaults(handler=fn)
+
+
+def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.restore import savepoint_job
+
+    result = savepoint_job(settings, args.job, args.name, cancel=args.cancel,
+                           timeout=args.timeout)  # fmt: skip
+    console.print(f"savepoint [bold]{args.name}[/] of {args.job}: {result.message} {result.detail}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.planner import describe_spec_stages
+    from streamops.restore import start_from_savepoint
+
+    spec = load_spec(args.spec)
+    stages = list(describe_spec_stages(spec, settings))
+    driver = start_from_savepoint(spec, settings, args.savepoint, stages, wait_healthy=args.wait)
+    console.print(
+        f"job [bold]{spec.name}[/] v{spec.version} started from {args.savepoint}: {driver}"
+    )
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.upgrade import plan_upgrade
+
+    plan = plan_upgrade(settings, args.job, load_spec(args.spec),
+                        allow_state_drop=args.allow_state_drop)  # fmt: skip
+    console.print(plan.render(), markup=False)
+    return 0 if plan.allowed else 1
+
+
+def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.upgrade import upgrade
+
+    outcome = upgrade(settings, args.job, load_spec(args.spec),
+                      allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,
+                      health_timeout=args.timeout)  # fmt: skip
+    console.print(
+        f"job [bold]{outcome.job}[/] upgraded v{outcome.from_version} → v{outcome.to_version} "
+        f"from savepoint {outcome.savepoint} (savepoint {outcome.savepoint_s}s, "
+        f"start {outcome.start_s}s), driver {outcome.driver_id}"
+    )
+    return 0

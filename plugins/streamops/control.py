@@ -1,0 +1,156 @@
+"""The control protocol between the ops side and a running job's driver.
+
+The ops side writes a request file atomically (``jobs/<job>/control/<id>.json``); the
+driver acts at the next batch boundary and writes ``<id>.result.json``. Every request has a
+timeout: the driver refuses an expired request, and the waiting side gives up with a
+message that says what the job was doing. Requests: ``savepoint {name, cancel}``, ``stop``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from streamops.exceptions import JobError
+from streamops.layout import StateLayout, read_json, write_json_atomic
+from streamops.names import check_name
+
+log = logging.getLogger("streamops.control")
+
+RequestKind = Literal["savepoint", "stop"]
+
+
+class ControlTimeout(JobError):
+    """The driver did not answer a control request in time."""
+
+
+class ControlFailed(JobError):
+    """The driver answered a control request with a failure."""
+
+
+@dataclass(frozen=True)
+class ControlRequest:
+    id: str
+    kind: RequestKind
+    created_at: float
+    timeout_s: float
+    name: str | None = None
+    cancel: bool = False
+
+    @property
+    def expired(self) -> bool:
+        return time.time() > self.created_at + self.timeout_s
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ControlRequest:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    id: str
+    ok: bool
+    message: str
+    finished_at: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _request_path(layout: StateLayout, job: str, request_id: str) -> Any:
+    return layout.control_dir(job) / f"{request_id}.json"
+
+
+def _result_path(layout: StateLayout, job: str, request_id: str) -> Any:
+    return layout.control_dir(job) / f"{request_id}.result.json"
+
+
+def send_request(
+    layout: StateLayout,
+    job: str,
+    kind: RequestKind,
+    *,
+    name: str | None = None,
+    cancel: bool = False,
+    timeout: float = 120.0,
+) -> ControlRequest:
+    """Write a request for the driver of ``job``; it is acted on at the next batch boundary."""
+    if kind == "savepoint":
+        check_name("savepoint", name)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    request = ControlRequest(
+        id=f"{stamp}-{kind}-{uuid.uuid4().hex[:8]}", kind=kind, created_at=time.time(),
+        timeout_s=timeout, name=name, cancel=cancel,
+    )  # fmt: skip
+    write_json_atomic(_request_path(layout, job, request.id), asdict(request))
+    log.info("sent %s request %s to job %s (timeout %.0fs)", kind, request.id, job, timeout)
+    return request
+
+
+def wait_result(
+    layout: StateLayout,
+    job: str,
+    request: ControlRequest,
+    *,
+    still_alive: Callable[[], bool] | None = None,
+    poll: float = 0.5,
+) -> ControlResult:
+    """Wait for the driver's answer; raise on failure, timeout, or a driver that went away."""
+    deadline = time.monotonic() + request.timeout_s + 10.0
+    next_log = time.monotonic() + 10.0
+    while True:
+        data = read_json(_result_path(layout, job, request.id))
+        if data is not None:
+            result = ControlResult(**data)
+            if not result.ok:
+                raise ControlFailed(
+                    f"job {job}: {request.kind} {request.id} failed: {result.message}"
+                )
+            return result
+        if still_alive is not None and not still_alive():
+            raise ControlFailed(
+                f"job {job}: the driver went away before answering {request.kind} {request.id}"
+            )
+        if time.monotonic() > deadline:
+            raise ControlTimeout(
+                f"job {job}: no answer to {request.kind} {request.id} within "
+                f"{request.timeout_s:.0f}s; is the job running and committing batches?"
+            )
+        if time.monotonic() > next_log:
+            log.info("waiting for job %s to answer %s %s", job, request.kind, request.id)
+            next_log = time.monotonic() + 10.0
+        time.sleep(poll)
+
+
+# --- driver side ----------------------------------------------------------------------
+def pending_requests(layout: StateLayout, job: str) -> list[ControlRequest]:
+    """Requests without a result, oldest first."""
+    folder = layout.control_dir(job)
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        if path.name.endswith(".result.json") or path.name.startswith("."):
+            continue
+        if _result_path(layout, job, path.stem).exists():
+            continue
+        data = read_json(path)
+        if data:
+            out.append(ControlRequest.from_json(data))
+    return sorted(out, key=lambda r: r.created_at)
+
+
+def write_result(
+    layout: StateLayout,
+    job: str,
+    request: ControlRequest,
+    *,
+    ok: bool,
+    message: str,
+    detail: dict[str, Any] | None = None,
+) -> ControlResult:
+    result = ControlResult(request.id, ok, message, time.time(), detail or {})
+    write_json_atomic(_result_path(layout, job, request.id), asdict(result))
+    return result

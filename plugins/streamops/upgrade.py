@@ -1,0 +1,146 @@
+"""Savepoint-and-upgrade: Jet's ``save-snapshot --cancel`` then ``submit -s``, for Spark.
+
+Observe → decide → act → record. The plan (section 5 of DESIGN.md) is computed and printed
+before anything stops; a refused plan leaves the running job untouched. Then: savepoint
+with cancel → start the new version from it → wait until healthy. If the new version does
+not become healthy, the old version is restarted from the same savepoint and the procedure
+fails with the reason. The intent of each destructive step is recorded first in
+``jobs/<job>/upgrade.json``, so a person (or a retried task) sees where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from streamops.exceptions import JobError, JobNotFound, StreamopsError
+from streamops.jobs import JobRegistry, read_submissions
+from streamops.layout import write_json_atomic
+from streamops.planner import UpgradePlan, describe_spec_stages
+from streamops.restore import savepoint_job, start_from_savepoint
+from streamops.settings import Settings
+from streamops.spec import JobSpec, spec_from_dict
+
+log = logging.getLogger("streamops.upgrade")
+
+
+class UpgradeRefused(JobError):
+    """The upgrade plan is not allowed; nothing was stopped."""
+
+
+class UpgradeFailed(JobError):
+    """The new version did not become healthy; the old one was restored from the savepoint."""
+
+
+@dataclass(frozen=True)
+class UpgradeOutcome:
+    job: str
+    from_version: str
+    to_version: str
+    savepoint: str
+    driver_id: str
+    plan: str
+    savepoint_s: float
+    start_s: float
+
+
+def current_spec(settings: Settings, job: str) -> JobSpec:
+    """The spec of the job's last submission (what is running now)."""
+    subs = [
+        s for s in read_submissions(settings.layout.submissions_file(job))
+        if s.get("event") == "submitted" and s.get("spec")
+    ]  # fmt: skip
+    if not subs:
+        raise JobNotFound(f"job {job} has no recorded submission; submit it first")
+    return spec_from_dict(subs[-1]["spec"], f"last submission of {job}")
+
+
+def running_stages(settings: Settings, job: str) -> dict[str, dict[str, Any]]:
+    """Stage descriptors the running driver published in its status."""
+    view = JobRegistry(settings).view(job)
+    if not view.is_live:
+        raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to upgrade")
+    return {
+        name: info.get("descriptor") or {"stateful": bool(info.get("stateful")), "operators": []}
+        for name, info in view.stages.items()
+    }
+
+
+def plan_upgrade(
+    settings: Settings, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False
+) -> UpgradePlan:
+    """Dry run: compare the running stages with the new version's. Nothing stops."""
+    if new_spec.name != job:
+        raise UpgradeRefused(f"spec {new_spec.name} is not a version of job {job}")
+    old = current_spec(settings, job)
+    plan = UpgradePlan.build(
+        job, running_stages(settings, job), describe_spec_stages(new_spec, settings),
+        from_version=old.version, to_version=new_spec.version,
+        allow_state_drop=allow_state_drop,
+    )  # fmt: skip
+    log.info("upgrade plan for %s:\n%s", job, plan.render())
+    return plan
+
+
+def default_savepoint_name(job: str, old: str, new: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    raw = f"{job}-v{old}-to-v{new}-{stamp}".lower()
+    return re.sub(r"[^a-z0-9._-]", "-", raw)[:63]
+
+
+def _record(settings: Settings, job: str, phase: str, **fields: Any) -> None:
+    write_json_atomic(
+        settings.layout.job_dir(job) / "upgrade.json", {"phase": phase, "at": time.time(), **fields}
+    )
+    log.info("upgrade of %s: %s", job, phase)
+
+
+def upgrade(
+    settings: Settings, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
+    savepoint: str | None = None, health_timeout: float = 300.0,
+    rollback_timeout: float = 300.0,
+) -> UpgradeOutcome:  # fmt: skip
+    plan = plan_upgrade(settings, job, new_spec, allow_state_drop=allow_state_drop)
+    if not plan.allowed:
+        raise UpgradeRefused(f"upgrade of {job} refused, nothing was stopped: {plan.refusal}")
+    old_spec = current_spec(settings, job)
+    name = savepoint or default_savepoint_name(job, old_spec.version, new_spec.version)
+    base = {"savepoint": name, "from_version": old_spec.version, "to_version": new_spec.version}
+    _record(settings, job, "savepoint-with-cancel", **base)
+    t0 = time.monotonic()
+    savepoint_job(settings, job, name, cancel=True)
+    t1 = time.monotonic()
+    _record(settings, job, "start-new-version", **base)
+    new_stages = [s.stage for s in plan.stages if s.action.value != "DROPPED"]
+    try:
+        driver = start_from_savepoint(
+            new_spec, settings, name, new_stages, wait_healthy=health_timeout
+        )
+    except StreamopsError as exc:
+        _record(settings, job, "rollback", reason=str(exc)[:2000], **base)
+        rollback(settings, job, old_spec, name, rollback_timeout)
+        _record(settings, job, "rolled-back", reason=str(exc)[:2000], **base)
+        raise UpgradeFailed(
+            f"job {job} v{new_spec.version} did not become healthy ({exc}); rolled back to "
+            f"v{old_spec.version} from savepoint {name}"
+        ) from exc
+    _record(settings, job, "done", driver_id=driver, **base)
+    return UpgradeOutcome(job, old_spec.version, new_spec.version, name, driver, plan.render(),
+                          round(t1 - t0, 2), round(time.monotonic() - t1, 2))  # fmt: skip
+
+
+def rollback(
+    settings: Settings, job: str, old_spec: JobSpec, savepoint: str, health_timeout: float
+) -> str:
+    """Stop whatever runs under ``job`` and restart ``old_spec`` from ``savepoint``."""
+    from streamops.savepoints import get_savepoint
+
+    registry = JobRegistry(settings)
+    if registry.view(job).is_live:
+        registry.cancel(job)
+    stages = list(get_savepoint(settings.layout, savepoint).stages)
+    log.warning("rolling %s back to v%s from savepoint %s", job, old_spec.version, savepoint)
+    return start_from_savepoint(old_spec, settings, savepoint, stages, wait_healthy=health_timeout)

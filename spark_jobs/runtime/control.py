@@ -1,0 +1,106 @@
+"""The driver's side of the control protocol: savepoint and stop at a batch boundary.
+
+Polled by the supervising loop of :class:`JobContext` between checks of its queries, so
+requests are handled one at a time on one thread. A failed savepoint leaves the job running
+(unpaused); with ``cancel`` the job stops only after the savepoint is written and verified.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from spark_jobs.runtime.savepointing import drain, stage_entry
+from streamops import control, savepoints
+
+if TYPE_CHECKING:
+    from spark_jobs.runtime.context import JobContext
+
+log = logging.getLogger("spark_jobs.control")
+DRAIN_TIMEOUT = 120.0
+
+
+class ControlLoop:
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+
+    def poll(self, queries: dict[str, Any]) -> Literal["exit"] | None:
+        """Handle pending requests; ``"exit"`` when the job has been stopped by one."""
+        ctx = self.ctx
+        for request in control.pending_requests(ctx.layout, ctx.job):
+            if request.expired:
+                self._answer(request, False, "request expired before the driver saw it")
+                continue
+            log.info("control: %s request %s", request.kind, request.id)
+            if self._handle(request, queries):
+                return "exit"
+        return None
+
+    def _answer(
+        self, request: control.ControlRequest, ok: bool, message: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
+        control.write_result(self.ctx.layout, self.ctx.job, request, ok=ok, message=message,
+                             detail=detail)  # fmt: skip
+
+    def _handle(self, request: control.ControlRequest, queries: dict[str, Any]) -> bool:
+        ctx = self.ctx
+        pause = ctx.layout.pause_file(ctx.job)
+        started = time.monotonic()
+        pause.parent.mkdir(parents=True, exist_ok=True)
+        pause.touch()
+        try:
+            checkpoints = {name: Path(ctx.checkpoint_for(name)) for name in queries}
+            batches = drain(queries, checkpoints, ctx.spec.trigger_seconds, DRAIN_TIMEOUT)
+            log.info("control: stages drained at batches %s in %.1fs", batches,
+                     time.monotonic() - started)  # fmt: skip
+            detail: dict[str, Any] = {"batches": batches}
+            if request.kind == "savepoint":
+                manifest = self._savepoint(request, checkpoints, batches)
+                detail.update(savepoint=manifest.name, bytes=manifest.bytes)
+            detail["duration_s"] = round(time.monotonic() - started, 3)
+            if request.kind == "stop" or request.cancel:
+                for q in queries.values():
+                    q.stop()
+                ctx.board.set_state("STOPPED", stopped_at=time.time(), stopped_by=request.id,
+                                    savepoint=detail.get("savepoint"))  # fmt: skip
+                self._answer(request, True, "job stopped at a batch boundary", detail)
+                return True
+            self._answer(request, True, "savepoint written; job resumed", detail)
+            return False
+        except Exception as exc:  # the job keeps running; the requester gets the reason
+            log.exception("control: %s %s failed", request.kind, request.id)
+            self._answer(request, False, str(exc)[:2000])
+            return False
+        finally:
+            pause.unlink(missing_ok=True)
+
+    def _savepoint(
+        self, request: control.ControlRequest, checkpoints: dict[str, Path],
+        batches: dict[str, int | None],
+    ) -> savepoints.Manifest:  # fmt: skip
+        ctx = self.ctx
+        stages = {s.name: s for s in ctx.stages}
+        entries = {
+            name: stage_entry(
+                ctx.spark,
+                checkpoints[name],
+                batches[name],
+                stages[name].stateful,
+                ctx.describe(name),
+            )  # fmt: skip
+            for name in checkpoints
+        }
+        manifest = savepoints.create_savepoint(
+            ctx.layout, str(request.name), job=ctx.job, version=ctx.spec.version,
+            stage_dirs=checkpoints, stage_entries=entries,
+            created_by=ctx.board.snapshot().get("driver_id"), cancel=request.cancel,
+            from_savepoint=ctx.from_savepoint,
+            # with cancel the job waits anyway: full checksums; else keep the pause short
+            checksum="sha256" if request.cancel else "size",
+        )  # fmt: skip
+        log.info("control: savepoint %s written (%s bytes, %s stages)", manifest.name,
+                 manifest.bytes, len(manifest.stages))  # fmt: skip
+        return manifest

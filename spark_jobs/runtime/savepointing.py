@@ -1,0 +1,100 @@
+"""Savepoints inside the driver: drain every stage to a batch boundary, then copy.
+
+Draining never interrupts a batch: the job's sources stop admitting new data while the
+job's pause file exists (their ``latestOffset`` returns the start offset), so each query
+finishes the batch in flight, may run one no-data batch (watermark), and then idles. A
+stage is drained when its checkpoint's last planned batch (``offsets/``) is committed
+(``commits/``), no trigger is active, and that holds over a full trigger interval.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger("spark_jobs.savepointing")
+
+
+class DrainTimeout(RuntimeError):
+    """A stage did not reach a batch boundary in time."""
+
+
+def last_batch(folder: Path) -> int | None:
+    """Highest batch id file in a checkpoint's ``offsets/`` or ``commits/`` directory."""
+    if not folder.is_dir():
+        return None
+    ids = [int(p.name) for p in folder.iterdir() if p.name.isdigit()]
+    return max(ids) if ids else None
+
+
+def committed_offsets(checkpoint: Path, batch_id: int | None) -> list[dict[str, Any]]:
+    """End offsets of each source of batch ``batch_id``.
+
+    ``offsets/<id>`` holds a version line, the batch metadata, then one offset per source.
+    """
+    if batch_id is None:
+        return []
+    lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+    out = []
+    for line in lines[2:]:
+        line = line.strip()
+        out.append(json.loads(line) if line and line != "-" else {})
+    return out
+
+
+def stage_boundary(checkpoint: Path) -> tuple[int | None, int | None]:
+    return last_batch(checkpoint / "offsets"), last_batch(checkpoint / "commits")
+
+
+def drain(
+    queries: dict[str, Any], checkpoints: dict[str, Path], trigger_s: float, timeout: float
+) -> dict[str, int | None]:
+    """Wait until every stage sits at a committed batch boundary; return its batch ids."""
+    deadline = time.monotonic() + timeout
+    stable_since: float | None = None
+    last_seen: dict[str, tuple[int | None, int | None]] = {}
+    while True:
+        seen = {name: stage_boundary(checkpoints[name]) for name in queries}
+        idle = all(not q.status.get("isTriggerActive") for q in queries.values())
+        at_boundary = all(planned == done for planned, done in seen.values())
+        if idle and at_boundary and seen == last_seen:
+            stable_since = stable_since or time.monotonic()
+            if time.monotonic() - stable_since >= trigger_s + 0.5:
+                return {name: done for name, (_, done) in seen.items()}
+        else:
+            stable_since = None
+        last_seen = seen
+        if time.monotonic() > deadline:
+            busy = [n for n, (p, d) in seen.items() if p != d]
+            raise DrainTimeout(
+                f"stages did not reach a batch boundary within {timeout:.0f}s "
+                f"(still in a batch: {', '.join(busy) or 'none'}; trigger active: {not idle})"
+            )
+        time.sleep(0.2)
+
+
+def state_metadata(spark: SparkSession, checkpoint: Path) -> list[dict[str, Any]] | None:
+    """Spark's ``state-metadata`` rows of a stage (operators, state stores); None if stateless."""
+    if not (checkpoint / "state").is_dir():
+        return None
+    rows = spark.read.format("state-metadata").load(str(checkpoint)).collect()
+    return [json.loads(json.dumps(r.asDict(recursive=True), default=str)) for r in rows]
+
+
+def stage_entry(
+    spark: SparkSession, checkpoint: Path, batch_id: int | None, stateful: bool,
+    descriptor: dict[str, Any] | None,
+) -> dict[str, Any]:  # fmt: skip
+    """What the manifest records of one stage at its drained boundary."""
+    return {
+        "batch_id": batch_id,
+        "sources": committed_offsets(checkpoint, batch_id),
+        "stateful": stateful,
+        "state": {"operators": state_metadata(spark, checkpoint)} if stateful else None,
+        "descriptor": descriptor,
+    }
