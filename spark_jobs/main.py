@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback
     args = parse_args(sys.argv[1:] if argv is None else argv)
     spec = decode_spec(args.spec_b64)
     layout = StateLayout.at(args.state_root)

@@ -50,14 +50,14 @@ class JobView:
 
     @property
     def healthy(self) -> bool:
-        """Live, running, and every stage has committed at least one batch."""
+        """Live, running, and every stage is ready: it committed a batch or is idle (no data)."""
         return (
             self.is_live
             and self.state == "RUNNING"
             and self.status.get("state") == "RUNNING"
             and self.status.get("driver_id") == self.driver_id
             and bool(self.stages)
-            and all(s.get("batch_id") is not None for s in self.stages.values())
+            and all(s.get("ready") for s in self.stages.values())
         )
 
 

@@ -47,6 +47,19 @@ class StatusBoard:
             self._doc["stages"].setdefault(stage, {"batch_id": None, **info})
             self._flush()
 
+    def record_idle(self, stage: str) -> None:
+        """The stage's query is up and found no new data: ready, with nothing to do."""
+        with self._lock:
+            entry = self._doc["stages"].setdefault(stage, {"batch_id": None})
+            entry.update(ready=True, idle_since=entry.get("idle_since") or time.time())
+            self._maybe_running()
+            self._flush()
+
+    def _maybe_running(self) -> None:
+        stages = self._doc["stages"].values()
+        if self._doc["state"] == "STARTING" and stages and all(s.get("ready") for s in stages):
+            self._doc["state"] = "RUNNING"
+
     def record_progress(self, progress: dict[str, Any]) -> None:
         stage = progress.get("name") or "?"
         with self._lock:
@@ -56,12 +69,9 @@ class StatusBoard:
             )
             self._late[stage] = self._late.get(stage, 0) + late_now
             entry = summarize(progress)
-            entry["late_rows"] = self._late[stage]
+            entry.update(late_rows=self._late[stage], ready=True, idle_since=None)
             self._doc["stages"][stage] = {**self._doc["stages"].get(stage, {}), **entry}
-            if self._doc["state"] == "STARTING" and all(
-                s.get("batch_id") is not None for s in self._doc["stages"].values()
-            ):
-                self._doc["state"] = "RUNNING"
+            self._maybe_running()
             self._flush()
             append_jsonl(
                 self.layout.status_history(self.job),
@@ -116,8 +126,10 @@ class StatusListener(StreamingQueryListener):
 
     def __init__(self, board: StatusBoard) -> None:
         self.board = board
+        self._names: dict[str, str] = {}
 
     def onQueryStarted(self, event: Any) -> None:
+        self._names[str(event.id)] = event.name
         log.info("stage %s started (run %s)", event.name, event.runId)
 
     def onQueryProgress(self, event: Any) -> None:
@@ -127,7 +139,13 @@ class StatusListener(StreamingQueryListener):
             log.exception("could not record progress of %s", event.progress.name)
 
     def onQueryIdle(self, event: Any) -> None:
-        """Idle triggers carry no new batch; the last status stays valid."""
+        """No new data: the stage is up and ready (a restored stage may have nothing to do)."""
+        name = self._names.get(str(event.id))
+        if name:
+            try:
+                self.board.record_idle(name)
+            except Exception:  # a status write must never kill the listener bus
+                log.exception("could not record idleness of %s", name)
 
     def onQueryTerminated(self, event: Any) -> None:
         if event.exception:

@@ -11,7 +11,6 @@ file's last line.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import re
@@ -21,16 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from streamops.exceptions import SimulatorError
-from streamops.sim.fleet import (
-    Fleet,
-    Pacer,
-    Ping,
-    Timestamps,
-    check_emission_params,
-    check_param,
-    malformed_kind,
-)
+from streamops.sim.fleet import Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
+from streamops.sim.runner import SimulatorRun, standalone_main
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +82,7 @@ def scan_directory(directory: Path) -> tuple[int, int]:
     return (numbers[0] if numbers else 0), 0
 
 
-class AlphaSimulator:
+class AlphaSimulator(SimulatorRun):
     """Writes deterministic fleet pings as atomically published CSV files.
 
     ``run()`` blocks until ``stop_event`` (or :meth:`stop`) or ``max_pings``; ``start()``
@@ -127,23 +119,13 @@ class AlphaSimulator:
             str(directory),
             "exists and is not a directory",
         )
-        self._fleet = Fleet(seed, vehicles, vin_prefix)
-        self.rate = float(rate)
+        self._init_run(seed, vehicles, vin_prefix, rate, malformed_every, max_pings, journal, clock)
         self.pings_per_file = pings_per_file
         self.max_file_age = float(max_file_age)
-        self.malformed_every = malformed_every
-        self.max_pings = max_pings
-        self.journal_path = None if journal is None else Path(journal)
-        self._clock = clock
-        self._stop = threading.Event()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
         self._started = False
         self._journal: JournalWriter | None = None
         self._pending: list[tuple[int, str, Ping | None, str | None]] = []
         self._pending_since = 0.0
-        self._next_sequence = 1
         self._next_file = 1
         self._emitted = 0
         self._files_written = 0
@@ -164,11 +146,6 @@ class AlphaSimulator:
         """Sequence of the newest published record (including earlier runs)."""
         return self._next_sequence - 1 - len(self._pending)
 
-    @property
-    def done(self) -> bool:
-        """Whether the run has ended (``max_pings`` reached, stopped, or failed)."""
-        return self._done.is_set()
-
     # --- lifecycle ----------------------------------------------------------------------
     def run(self, stop_event: threading.Event | None = None) -> None:
         """Emit pings until ``stop_event`` is set, :meth:`stop` is called or ``max_pings``
@@ -179,18 +156,13 @@ class AlphaSimulator:
         stop = stop_event if stop_event is not None else self._stop
         try:
             self._prepare()
-            pacer = Pacer(self.rate, self.max_pings)
-            stamps = Timestamps(self._clock, self.rate)
             tick = min(0.05, self.max_file_age / 4)
-            while not (stop.is_set() or self._stop.is_set()):
-                due = pacer.due()
-                if due:
-                    self._generate(stamps.take(due))
-                if self._pending and time.monotonic() - self._pending_since >= self.max_file_age:
-                    self._publish()
-                if pacer.exhausted:
-                    break
-                stop.wait(tick)
+            self._pace(
+                self._generate,
+                stopped=lambda: stop.is_set() or self._stop.is_set(),
+                wait=lambda: stop.wait(tick),
+                after_emit=self._publish_if_old,
+            )
             self._publish()
             log.info(
                 "fleetsim-alpha stopped: %d records in %d files, last sequence %d",
@@ -225,21 +197,11 @@ class AlphaSimulator:
                 raise SimulatorError(f"fleetsim-alpha did not stop within {timeout}s")
         self._raise_if_failed()
 
-    def wait_done(self, timeout: float | None = None) -> bool:
-        """Wait until the run ends (e.g. ``max_pings`` published); ``False`` on timeout."""
-        done = self._done.wait(timeout)
-        self._raise_if_failed()
-        return done
-
     def _run_in_thread(self) -> None:
         try:
             self.run()
         except BaseException:  # recorded by run(), raised again by stop()/wait_done()
             log.exception("fleetsim-alpha failed")
-
-    def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise SimulatorError(f"fleetsim-alpha failed: {self._error}") from self._error
 
     # --- emitting -----------------------------------------------------------------------
     def _prepare(self) -> None:
@@ -278,6 +240,11 @@ class AlphaSimulator:
             if len(self._pending) >= self.pings_per_file:
                 self._publish()
 
+    def _publish_if_old(self) -> None:
+        """Publish the pending file once ``max_file_age`` has passed since its first record."""
+        if self._pending and time.monotonic() - self._pending_since >= self.max_file_age:
+            self._publish()
+
     def _publish(self) -> None:
         """Write the pending records to a temp file, fsync, rename it into place, journal."""
         if not self._pending:
@@ -312,14 +279,9 @@ class AlphaSimulator:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streamops.sim.alpha [flags]``, the same as ``streamops sim alpha``."""
-    from streamops.cli import sim_cmds
-
-    parser = argparse.ArgumentParser(
-        prog="python -m streamops.sim.alpha",
-        description="write fleet ping CSV files into a directory (fleetsim-alpha)",
+    return standalone_main(
+        "alpha", "write fleet ping CSV files into a directory (fleetsim-alpha)", argv
     )
-    sim_cmds.add_alpha_arguments(parser)
-    return sim_cmds.run_standalone(parser, sim_cmds.run_alpha, argv)
 
 
 if __name__ == "__main__":

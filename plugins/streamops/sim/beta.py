@@ -14,7 +14,6 @@ Each record's JSON text is produced once, journaled, held, and served byte for b
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -22,7 +21,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -30,16 +28,9 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 
 from streamops.exceptions import SimulatorError
-from streamops.sim.fleet import (
-    Fleet,
-    Pacer,
-    Ping,
-    Timestamps,
-    check_emission_params,
-    check_param,
-    malformed_kind,
-)
+from streamops.sim.fleet import Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
+from streamops.sim.runner import SimulatorRun, standalone_main
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +233,7 @@ class ServerThread:
             self._socket.close()
 
 
-class BetaSimulator:
+class BetaSimulator(SimulatorRun):
     """Generates deterministic fleet pings into a :class:`PingHistory` served over HTTP.
 
     ``start()`` serves and generates in background threads; ``emitted`` counts records
@@ -269,17 +260,7 @@ class BetaSimulator:
         check_emission_params(rate, malformed_every, max_pings)
         self.state = PingHistory(history)
         self._server = ServerThread(create_app(self.state), host, port)
-        self._fleet = Fleet(seed, vehicles, vin_prefix)
-        self.rate = float(rate)
-        self.malformed_every = malformed_every
-        self.max_pings = max_pings
-        self.journal_path = None if journal is None else Path(journal)
-        self._clock = clock
-        self._stop = threading.Event()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-        self._next_sequence = 1
+        self._init_run(seed, vehicles, vin_prefix, rate, malformed_every, max_pings, journal, clock)
 
     @property
     def host(self) -> str:
@@ -306,11 +287,6 @@ class BetaSimulator:
         """Records added to the history so far."""
         return self.state.head()["emitted"]
 
-    @property
-    def done(self) -> bool:
-        """Whether generation has ended (``max_pings`` reached, stopped, or failed)."""
-        return self._done.is_set()
-
     def start(self, timeout: float = 10.0) -> None:
         """Start the HTTP server and the generator; returns once the port answers."""
         if self._thread is not None:
@@ -330,28 +306,14 @@ class BetaSimulator:
         self._server.stop(timeout)
         self._raise_if_failed()
 
-    def wait_done(self, timeout: float | None = None) -> bool:
-        """Wait until generation ends (e.g. ``max_pings`` emitted); ``False`` on timeout."""
-        done = self._done.wait(timeout)
-        self._raise_if_failed()
-        return done
-
-    def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise SimulatorError(f"fleetsim-beta failed: {self._error}") from self._error
-
     def _generate_in_thread(self) -> None:
         journal = None if self.journal_path is None else JournalWriter(self.journal_path)
         try:
-            pacer = Pacer(self.rate, self.max_pings)
-            stamps = Timestamps(self._clock, self.rate)
-            while not self._stop.is_set():
-                due = pacer.due()
-                if due:
-                    self._emit(stamps.take(due), journal)
-                if pacer.exhausted:
-                    break
-                self._stop.wait(0.02)
+            self._pace(
+                lambda times: self._emit(times, journal),
+                stopped=self._stop.is_set,
+                wait=lambda: self._stop.wait(0.02),
+            )
             log.info("fleetsim-beta generator stopped after %d records", self.emitted)
         except BaseException as exc:  # reported to the caller by stop()/wait_done()
             log.exception("fleetsim-beta generator failed")
@@ -386,14 +348,7 @@ class BetaSimulator:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streamops.sim.beta [flags]``, the same as ``streamops sim beta``."""
-    from streamops.cli import sim_cmds
-
-    parser = argparse.ArgumentParser(
-        prog="python -m streamops.sim.beta",
-        description="serve fleet pings over HTTP (fleetsim-beta)",
-    )
-    sim_cmds.add_beta_arguments(parser)
-    return sim_cmds.run_standalone(parser, sim_cmds.run_beta, argv)
+    return standalone_main("beta", "serve fleet pings over HTTP (fleetsim-beta)", argv)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ and that the descriptor says what moved.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,23 +23,6 @@ from streamops.layout import StateLayout
 from streamops.spec import spec_from_dict
 
 STATS_SIGNATURES = ["count(1)", "avg(double)", "max(double)"]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PYSPARK_PYTHON", sys.executable)
-        session = (
-            SparkSession.builder.master("local[1]")
-            .appName("test_describe")
-            .config("spark.sql.shuffle.partitions", "1")
-            .config("spark.ui.enabled", "false")
-            .getOrCreate()
-        )
-        try:
-            yield session
-        finally:
-            session.stop()
 
 
 def ping_stream(spark: SparkSession) -> DataFrame:

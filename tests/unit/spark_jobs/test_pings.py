@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -144,24 +142,6 @@ BETA_NOT_JSON_CASES: dict[str, str] = {
     "json_string": '"a string"',
     "json_null": "null",
 }
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PYSPARK_PYTHON", sys.executable)
-        session = (
-            SparkSession.builder.master("local[1]")
-            .appName("test_pings")
-            .config("spark.sql.shuffle.partitions", "1")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.ansi.enabled", "true")
-            .getOrCreate()
-        )
-        try:
-            yield session
-        finally:
-            session.stop()
 
 
 def alpha_rows(spark: SparkSession, lines: list[tuple[str, int, str]]) -> dict[str, Row]:

@@ -246,3 +246,20 @@ def test_listener_never_raises_on_bad_progress(
     StatusListener(board).onQueryProgress(progress_event("{not json"))
     assert "could not record progress of vehicles" in caplog.text
     assert board.snapshot()["stages"] == {}
+
+
+def test_an_idle_restored_stage_counts_as_ready(board: StatusBoard, layout: StateLayout) -> None:
+    """A stage restored from a savepoint may have no new data: idle is ready, not stuck."""
+    board.declare_stage("vehicles", stateful=False)
+    board.declare_stage("vehicle-stats-1m", stateful=True)
+    listener = StatusListener(board)
+    listener.onQueryStarted(SimpleNamespace(id="q1", runId="r1", name="vehicle-stats-1m"))
+    board.record_progress(progress("vehicles", 3))
+    assert read_json(layout.status_file(JOB))["state"] == "STARTING"
+    listener.onQueryIdle(SimpleNamespace(id="q1", runId="r1", timestamp="t"))
+    doc = read_json(layout.status_file(JOB))
+    assert doc["state"] == "RUNNING"
+    assert (
+        doc["stages"]["vehicle-stats-1m"]["ready"]
+        and doc["stages"]["vehicle-stats-1m"]["batch_id"] is None
+    )

@@ -7,7 +7,6 @@ each test uses its own URL; the engines are disposed at teardown.
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -28,8 +27,8 @@ from sqlalchemy import (
     inspect,
     text,
 )
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import Engine
+from support.postgres import throwaway_database
 
 from spark_jobs.sinks import store
 from streamops.sim.fleet import Fleet, Ping
@@ -54,22 +53,8 @@ class Store:
 @pytest.fixture(scope="module")
 def pg_database() -> Iterator[str]:
     """A fresh PostgreSQL database for this module; skipped if no server (fails under CI)."""
-    name = f"streamops_unit_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except OperationalError as exc:
-        admin.dispose()
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"PostgreSQL at {PG_ADMIN_URL} is required under CI: {exc.orig}")
-        pytest.skip(f"no PostgreSQL server at {PG_ADMIN_URL}: {exc.orig}")
-    try:
-        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with throwaway_database("streamops_unit", PG_ADMIN_URL) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -69,7 +69,8 @@ def status_doc(
     names = ["vehicles", "vehicle-stats-1m"]
     stages = {
         name: {"batch_id": batch, "last_batch_at": now - 5 - i if batch is not None else None,
-               "input_rows_per_second": 100.0 + i, "processed_rows_per_second": 250.5}
+               "input_rows_per_second": 100.0 + i, "processed_rows_per_second": 250.5,
+               "ready": batch is not None}
         for i, (name, batch) in enumerate(zip(names, batches, strict=False))
     }  # fmt: skip
     return {"job": JOB, "state": state, "driver_id": driver_id, "version": "2",
