@@ -17,6 +17,7 @@ import time
 from pyspark.sql import SparkSession
 
 from spark_jobs.runtime.context import JobContext, short_error
+from streamops import lease
 from streamops.layout import StateLayout
 from streamops.spec import decode_spec
 
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         module.build(ctx)
         ctx.run()
+    except lease.Fenced as exc:
+        log.error("%s", exc)
+        return 0  # exit cleanly: a duplicate must not be relaunched by --supervise
     except BaseException as exc:
         if ctx.board.snapshot().get("state") != "FAILED":
             ctx.board.set_state("FAILED", error=short_error(exc), stopped_at=time.time())

@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.runtime.control import ControlLoop
 from spark_jobs.runtime.status import StatusBoard, StatusListener
+from streamops import lease
 from streamops.layout import StateLayout
 from streamops.names import check_name
 from streamops.spec import JobSpec, ProcessingGuarantee
@@ -75,6 +76,8 @@ class JobContext:
         self.start_positions = start_positions or {}
         self.board = StatusBoard(layout, spec.name, self._identity())
         self.control = ControlLoop(self)
+        self.lease: lease.Lease | None = None
+        self._last_heartbeat = 0.0
 
     def source_options(self, source_id: str) -> dict[str, str]:
         """Options every runtime-aware source of this job takes.
@@ -143,6 +146,7 @@ class JobContext:
         """Start every stage and block until one fails (raise) or all stop."""
         if not self.stages:
             raise ValueError(f"job {self.job} declared no stages")
+        self.acquire_lease()  # before anything is written: a second driver writes nothing
         self.layout.pause_file(self.job).unlink(missing_ok=True)  # left by a crashed drain
         self.spark.streams.addListener(StatusListener(self.board))
         queries = []
@@ -155,12 +159,54 @@ class JobContext:
                 .option("checkpointLocation", self.checkpoint_for(stage.name))
                 .outputMode(stage.output_mode)
                 .trigger(processingTime=f"{self.spec.trigger_seconds} seconds")
-                .foreachBatch(stage.sink)
+                .foreachBatch(self._fenced(stage.sink))
                 .start()
             )
             log.info("job %s v%s: stage %s started", self.job, self.spec.version, stage.name)
             queries.append(query)
         self._supervise(queries)
+
+    # --- fencing ------------------------------------------------------------------------
+    @property
+    def holder(self) -> str:
+        ident = self.board.snapshot()
+        return str(ident.get("driver_id") or f"{ident['host']}:{ident['pid']}")
+
+    def acquire_lease(self, wait: float | None = None) -> None:
+        """Take the job's lease; wait out a stale holder (a relaunch after a crash)."""
+        deadline = time.monotonic() + (wait if wait is not None else lease.DEFAULT_TTL * 1.5)
+        while True:
+            try:
+                self.lease = lease.acquire(self.layout, self.job, self.holder,
+                                           app_id=self.board.snapshot().get("app_id"))  # fmt: skip
+                log.info("job %s: lease epoch %s taken by %s", self.job, self.lease.epoch,
+                         self.holder)  # fmt: skip
+                return
+            except lease.Fenced:
+                if time.monotonic() > deadline:
+                    raise
+                log.info("job %s: lease held by a live driver; waiting for it to expire", self.job)
+                time.sleep(2.0)
+
+    def _check_lease(self) -> None:
+        if self.lease is not None:
+            lease.check(self.layout, self.lease)
+
+    def _heartbeat(self) -> None:
+        if self.lease is not None and time.monotonic() - self._last_heartbeat >= 2.0:
+            self.lease = lease.heartbeat(self.layout, self.lease)
+            self._last_heartbeat = time.monotonic()
+
+    def release_lease(self) -> None:
+        if self.lease is not None:
+            lease.release(self.layout, self.lease)
+
+    def _fenced(self, sink: BatchSink) -> BatchSink:
+        def write(batch: DataFrame, batch_id: int) -> None:
+            self._check_lease()  # a driver that lost its lease writes nothing
+            sink(batch, batch_id)
+
+        return write
 
     def _supervise(self, queries: list[Any]) -> None:
         try:
@@ -168,13 +214,20 @@ class JobContext:
                 for q in queries:
                     if not q.isActive and q.exception() is not None:
                         raise JobFailed(f"stage {q.name} failed: {q.exception()}")
+                self._heartbeat()
                 if self.control.poll({q.name: q for q in queries}) == "exit":
+                    self.release_lease()
                     return
                 time.sleep(0.5)
             failed = [q for q in queries if q.exception() is not None]
             if failed:
                 raise JobFailed(f"stage {failed[0].name} failed: {failed[0].exception()}")
             self.board.set_state("STOPPED", stopped_at=time.time())
+        except lease.Fenced:
+            for q in queries:
+                if q.isActive:
+                    q.stop()
+            raise  # the status now belongs to the lease's holder: leave it alone
         except BaseException as exc:
             self.board.set_state("FAILED", error=short_error(exc), stopped_at=time.time())
             for q in queries:

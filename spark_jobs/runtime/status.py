@@ -75,7 +75,13 @@ class StatusBoard:
             self._flush()
             append_jsonl(
                 self.layout.status_history(self.job),
-                {"stage": stage, "state": self._doc["state"], **entry},
+                {
+                    "stage": stage,
+                    "state": self._doc["state"],
+                    "version": self._doc.get("version"),
+                    "driver_id": self._doc.get("driver_id"),
+                    **entry,
+                },  # fmt: skip
             )
 
     def snapshot(self) -> dict[str, Any]:

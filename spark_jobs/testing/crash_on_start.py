@@ -1,9 +1,20 @@
-"""A job version that crashes before its first batch: the upgrade must roll back."""
+"""A job version that plans like fleet-pings v2 but crashes in its first batch, before any
+write: the upgrade must roll back to the previous version from the same savepoint."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from pyspark.sql import DataFrame
+
+from spark_jobs import fleet_pings_v2
 from spark_jobs.runtime import JobContext
 
 
+def _crash(batch: DataFrame, batch_id: int) -> None:
+    raise RuntimeError("deliberate crash in the first batch (rollback drill)")
+
+
 def build(ctx: JobContext) -> None:
-    raise RuntimeError("deliberate crash on start (rollback drill)")
+    fleet_pings_v2.build(ctx)
+    ctx.stages[:] = [dataclasses.replace(stage, sink=_crash) for stage in ctx.stages]

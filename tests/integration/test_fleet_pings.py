@@ -15,6 +15,9 @@ import pytest
 from support.integration import ClusterHandle, source_positions, wait_until
 
 from spark_jobs.sinks import store
+from streamops import lease
+from streamops.cluster.client import MasterClient
+from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobAlreadyRunning
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
@@ -25,8 +28,8 @@ from streamops.sim.oracle import (
     latest_per_vin,
     tumbling_windows,
 )
-from streamops.spec import load_spec
-from streamops.submit import submit_job
+from streamops.spec import JobSpec, load_spec
+from streamops.submit import build_submission, submit_job
 
 pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"
@@ -39,6 +42,28 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'fleet.db'}"
     return str(request.getfixturevalue("postgres_url"))
+
+
+def assert_duplicate_driver_is_fenced(
+    cluster: ClusterHandle, spec: JobSpec, driver: str
+) -> None:
+    """A second driver of the job, submitted behind the registry's back, writes nothing."""
+    settings = cluster.settings
+    client = MasterClient(settings)
+    body = build_submission(spec, settings).rest_body(check_spark_install().version)
+    duplicate = client.create_submission(body)
+    ended = ("FINISHED", "FAILED", "ERROR", "KILLED")
+    wait_until(
+        lambda: client.submission_status(duplicate).driver_state in ended, 300,
+        "the duplicate driver to exit",
+    )  # fmt: skip
+    assert client.submission_status(duplicate).driver_state == "FINISHED"  # not relaunched
+    logs = list(settings.layout.cluster_dir.glob(f"work/*/{duplicate}/stdout"))
+    assert logs and "already run by driver" in logs[0].read_text()
+    view = cluster.registry.view(spec.name)
+    assert view.driver_id == driver and view.status["driver_id"] == driver
+    held = lease.read_lease(settings.layout, spec.name)
+    assert held is not None and held.holder == driver
 
 
 def test_fleet_pings_matches_the_oracle(
@@ -78,6 +103,8 @@ def test_fleet_pings_matches_the_oracle(
 
         with pytest.raises(JobAlreadyRunning, match="already running"):
             submit_job(spec, settings)
+        if store_url.startswith("sqlite"):  # once per session is enough: it takes a minute
+            assert_duplicate_driver_is_fenced(spark_cluster, spec, driver)
 
         assert alpha.wait_done(120) and beta.wait_done(120), "simulators did not finish"
         last_file = max(p.name for p in alpha_dir.glob("pings-*.csv"))
@@ -85,7 +112,10 @@ def test_fleet_pings_matches_the_oracle(
 
         def caught_up() -> bool:
             positions = source_positions(registry.view(job))
-            return bool(positions) and all(p == expected_positions for p in positions.values())
+            return bool(positions) and all(
+                {k: p.get(k) for k in expected_positions} == expected_positions
+                for p in positions.values()
+            )
 
         wait_until(caught_up, 180, f"{job} to read up to {expected_positions}")
 

@@ -1,0 +1,114 @@
+"""Job fencing: one live driver per job name, through an epoch lease in the state root.
+
+``jobs/<job>/lease.json`` holds the epoch, the holder (driver id, app id, host, pid) and a
+heartbeat. A driver acquires the lease before it writes anything: if another holder's
+heartbeat is fresh it is refused (:class:`Fenced`); if the heartbeat is stale (the holder
+died, e.g. before ``--supervise`` relaunched it) the new driver takes over with the next
+epoch. Every change happens under an exclusive ``flock`` of ``lease.lock``. A driver that
+finds a different epoch in the file has lost its lease and must stop writing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+from streamops.exceptions import JobError
+from streamops.layout import StateLayout, read_json, write_json_atomic
+
+DEFAULT_TTL = 20.0
+
+
+class Fenced(JobError):
+    """Another live driver holds the job's lease (or took it over): do not write."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    job: str
+    epoch: int
+    holder: str
+    app_id: str | None
+    host: str
+    pid: int
+    acquired_at: float
+    heartbeat_at: float
+    ttl: float = DEFAULT_TTL
+
+    @property
+    def fresh(self) -> bool:
+        return time.time() - self.heartbeat_at < self.ttl
+
+
+@contextmanager
+def _locked(layout: StateLayout, job: str) -> Iterator[None]:
+    path = layout.lease_file(job).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def read_lease(layout: StateLayout, job: str) -> Lease | None:
+    data = read_json(layout.lease_file(job))
+    return Lease(**data) if data else None
+
+
+def acquire(
+    layout: StateLayout, job: str, holder: str, *, app_id: str | None = None,
+    ttl: float = DEFAULT_TTL,
+) -> Lease:  # fmt: skip
+    """Take the job's lease for ``holder`` or raise :class:`Fenced` naming the live holder."""
+    with _locked(layout, job):
+        current = read_lease(layout, job)
+        if current and current.holder != holder and current.fresh:
+            raise Fenced(
+                f"job {job} is already run by driver {current.holder} on {current.host} "
+                f"(epoch {current.epoch}, heartbeat {time.time() - current.heartbeat_at:.0f}s "
+                "ago); this driver exits without writing"
+            )
+        now = time.time()
+        lease = Lease(
+            job=job, epoch=(current.epoch + 1) if current else 1, holder=holder, app_id=app_id,
+            host=socket.gethostname(), pid=os.getpid(), acquired_at=now, heartbeat_at=now,
+            ttl=ttl,
+        )  # fmt: skip
+        write_json_atomic(layout.lease_file(job), asdict(lease))
+        return lease
+
+
+def heartbeat(layout: StateLayout, lease: Lease) -> Lease:
+    """Renew ``lease``; raise :class:`Fenced` if another driver has taken it over."""
+    with _locked(layout, lease.job):
+        check(layout, lease)
+        renewed = Lease(**{**asdict(lease), "heartbeat_at": time.time()})
+        write_json_atomic(layout.lease_file(lease.job), asdict(renewed))
+        return renewed
+
+
+def check(layout: StateLayout, lease: Lease) -> None:
+    """Raise :class:`Fenced` unless the file still holds ``lease``'s epoch and holder."""
+    current = read_lease(layout, lease.job)
+    if current is None or current.epoch != lease.epoch or current.holder != lease.holder:
+        who = f"driver {current.holder} (epoch {current.epoch})" if current else "nobody"
+        raise Fenced(
+            f"job {lease.job}: this driver ({lease.holder}, epoch {lease.epoch}) lost its "
+            f"lease to {who}; it stops writing and exits"
+        )
+
+
+def release(layout: StateLayout, lease: Lease) -> None:
+    """Give the lease up at a clean stop, so the next version need not wait for the TTL."""
+    with _locked(layout, lease.job):
+        current = read_lease(layout, lease.job)
+        if current and current.epoch == lease.epoch and current.holder == lease.holder:
+            expired = Lease(**{**asdict(lease), "heartbeat_at": 0.0})
+            write_json_atomic(layout.lease_file(lease.job), asdict(expired))

@@ -1,0 +1,82 @@
+"""The epoch lease that fences a job to one live driver (real files, real flock)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from streamops import lease
+from streamops.layout import StateLayout
+
+JOB = "fleet-pings"
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> StateLayout:
+    return StateLayout.at(tmp_path)
+
+
+def test_first_driver_gets_epoch_one(layout: StateLayout) -> None:
+    held = lease.acquire(layout, JOB, "driver-1", app_id="app-1")
+    assert held.epoch == 1 and held.holder == "driver-1" and held.fresh
+    assert lease.read_lease(layout, JOB) == held
+
+
+def test_a_second_driver_is_fenced_while_the_holder_is_alive(layout: StateLayout) -> None:
+    lease.acquire(layout, JOB, "driver-1")
+    with pytest.raises(lease.Fenced, match="already run by driver driver-1"):
+        lease.acquire(layout, JOB, "driver-2")
+
+
+def test_a_relaunched_driver_takes_over_a_stale_lease(layout: StateLayout) -> None:
+    lease.acquire(layout, JOB, "driver-1", ttl=0.2)
+    time.sleep(0.3)
+    taken = lease.acquire(layout, JOB, "driver-2")
+    assert taken.epoch == 2 and taken.holder == "driver-2"
+
+
+def test_the_old_holder_learns_it_lost_the_lease(layout: StateLayout) -> None:
+    old = lease.acquire(layout, JOB, "driver-1", ttl=0.2)
+    time.sleep(0.3)
+    lease.acquire(layout, JOB, "driver-2")
+    with pytest.raises(lease.Fenced, match="lost its lease to driver driver-2"):
+        lease.check(layout, old)
+    with pytest.raises(lease.Fenced):
+        lease.heartbeat(layout, old)
+
+
+def test_heartbeat_keeps_the_lease_fresh(layout: StateLayout) -> None:
+    held = lease.acquire(layout, JOB, "driver-1", ttl=0.5)
+    time.sleep(0.3)
+    held = lease.heartbeat(layout, held)
+    time.sleep(0.3)
+    with pytest.raises(lease.Fenced):
+        lease.acquire(layout, JOB, "driver-2")
+
+
+def test_release_lets_the_next_version_start_at_once(layout: StateLayout) -> None:
+    held = lease.acquire(layout, JOB, "driver-1")
+    lease.release(layout, held)
+    assert lease.acquire(layout, JOB, "driver-2").epoch == 2
+
+
+def test_concurrent_acquisitions_give_exactly_one_holder(layout: StateLayout) -> None:
+    winners: list[str] = []
+    losers: list[str] = []
+
+    def race(name: str) -> None:
+        try:
+            lease.acquire(layout, JOB, name)
+            winners.append(name)
+        except lease.Fenced:
+            losers.append(name)
+
+    threads = [threading.Thread(target=race, args=(f"driver-{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(winners) == 1 and len(losers) == 7
