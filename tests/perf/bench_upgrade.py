@@ -49,6 +49,27 @@ def first_batch_of(history: Path, version: str, after: float) -> float | None:
     return None
 
 
+def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: int) -> None:
+    """Wait until every stage has read the last alpha file and beta sequence."""
+    final = {"file": max(p.name for p in alpha_dir.glob("pings-*.csv")), "sequence": beta_last}
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        stages = registry.view(job).stages.values()
+        seen = [
+            {
+                k: v
+                for src in st.get("sources") or []
+                for k, v in (src.get("end_offset") or {}).items()
+            }
+            for st in stages
+        ]
+        if seen and all(s.get("file") == final["file"] and s.get("sequence") == beta_last
+                        for s in seen):  # fmt: skip
+            return
+        time.sleep(1)
+    raise SystemExit(f"{job} did not read up to {final} within 300 s")
+
+
 def run_once(settings: Settings, root: Path, rate: float, i: int) -> str:
     job = f"fleet-bench-up-{i}"
     work = root / job
@@ -66,13 +87,14 @@ def run_once(settings: Settings, root: Path, rate: float, i: int) -> str:
                                        "args": {**s.args, **args}}) for s in specs)  # fmt: skip
         submit_job(v1, settings, wait_healthy=600)
         time.sleep(15)
-        t0 = time.time()
         outcome = upgrade(settings, job, v2, health_timeout=600)
+        # the savepoint request happened savepoint_s + start_s before upgrade() returned
+        t0 = time.time() - outcome.start_s - outcome.savepoint_s
         time.sleep(10)
         alpha.stop()
         beta.stop()
         first = first_batch_of(settings.layout.status_history(job), "2", t0)
-        time.sleep(20)  # let v2 drain what the simulators emitted last
+        wait_caught_up(registry, job, work / "alpha", beta.emitted)
         records = read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl")
         good = valid_pings(records)
         engine = store.engine_for(url)
