@@ -70,11 +70,12 @@ def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: 
     raise SystemExit(f"{job} did not read up to {final} within 300 s")
 
 
-def run_once(settings: Settings, root: Path, rate: float, i: int) -> str:
+def run_once(settings: Settings, root: Path, rate: float, seconds: float, i: int) -> str:
     job = f"fleet-bench-up-{i}"
     work = root / job
-    alpha = AlphaSimulator(work / "alpha", seed=i, rate=rate, journal=work / "a.jsonl")
-    beta = BetaSimulator(port=0, seed=100 + i, rate=rate, journal=work / "b.jsonl")
+    n = int(rate * seconds)  # data flows for `seconds`, spanning the upgrade
+    alpha = AlphaSimulator(work / "alpha", seed=i, rate=rate, max_pings=n, journal=work / "a.jsonl")
+    beta = BetaSimulator(port=0, seed=100 + i, rate=rate, max_pings=n, journal=work / "b.jsonl")
     url = f"sqlite:///{work / 'fleet.db'}"
     registry = JobRegistry(settings)
     beta.start()
@@ -90,9 +91,8 @@ def run_once(settings: Settings, root: Path, rate: float, i: int) -> str:
         outcome = upgrade(settings, job, v2, health_timeout=600)
         # the savepoint request happened savepoint_s + start_s before upgrade() returned
         t0 = time.time() - outcome.start_s - outcome.savepoint_s
-        time.sleep(10)
-        alpha.stop()
-        beta.stop()
+        alpha.wait_done(seconds + 60)
+        beta.wait_done(seconds + 60)  # the server keeps answering until the end
         first = first_batch_of(settings.layout.status_history(job), "2", t0)
         wait_caught_up(registry, job, work / "alpha", beta.emitted)
         records = read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl")
@@ -119,6 +119,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rate", type=float, default=200.0, help="pings/s of each simulator")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=240.0, help="how long data flows")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     root = Path(tempfile.mkdtemp(prefix="bench-upgrade-"))
@@ -131,7 +132,7 @@ def main() -> None:
     ))  # fmt: skip
     try:
         cluster.start()
-        lines = [run_once(settings, root, args.rate, i) for i in range(args.runs)]
+        lines = [run_once(settings, root, args.rate, args.seconds, i) for i in range(args.runs)]
     finally:
         cluster.stop()
     print("\nupgrade benchmark, cold start of v2 (2 workers, 2-core machine)")
