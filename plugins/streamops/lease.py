@@ -10,16 +10,15 @@ finds a different epoch in the file has lost its lease and must stop writing.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 
 from streamops.exceptions import JobError
 from streamops.layout import StateLayout, read_json, write_json_atomic
+from streamops.locks import file_lock
 
 DEFAULT_TTL = 20.0
 
@@ -45,16 +44,8 @@ class Lease:
         return time.time() - self.heartbeat_at < self.ttl
 
 
-@contextmanager
-def _locked(layout: StateLayout, job: str) -> Iterator[None]:
-    path = layout.lease_file(job).with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _locked(layout: StateLayout, job: str) -> AbstractContextManager[None]:
+    return file_lock(layout.lease_file(job).with_suffix(".lock"))
 
 
 def read_lease(layout: StateLayout, job: str) -> Lease | None:

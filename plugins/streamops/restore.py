@@ -124,9 +124,7 @@ def start_from_savepoint(
     """Restore ``spec``'s stages from ``savepoint`` by name and submit it; the driver id."""
     from streamops.submit import submit_job
 
-    manifest = savepoints.get_savepoint(settings.layout, savepoint)
-    if manifest.job != spec.name:
-        raise JobError(f"savepoint {savepoint} belongs to job {manifest.job}, not {spec.name}")
+    manifest = savepoints.get_savepoint(settings.layout, savepoint, job=spec.name)
     plan = restore_plan(manifest, stages)
     log.info("%s", plan.render())
     prepare_checkpoints(settings, spec.name, plan)

@@ -18,29 +18,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 import statistics
-import tempfile
 import threading
 import time
-from pathlib import Path
 
+from harness import bench_cluster
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
-from streamops.cluster.local import LocalCluster
-from streamops.cluster.profile import ClusterProfile
 from streamops.jobs import JobRegistry
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.spec import load_spec
 from streamops.submit import submit_job
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def pct(values: list[float], q: float) -> float:
@@ -75,14 +65,7 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    root = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
-    settings = Settings.from_env(
-        {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
-        rest_port=free_port(),
-    )  # fmt: skip
-    cluster = LocalCluster(settings, ClusterProfile.from_mapping(
-        {"workers": 2, "worker_cores": 2, "worker_memory": "3g", "worker_webui_port_base": 0}
-    ))  # fmt: skip
+    root, settings, cluster = bench_cluster("bench-fleet-", "3g")
     url = args.store_url or f"sqlite:///{root / 'fleet.db'}"
     half = args.rate / 2
     alpha = AlphaSimulator(root / "alpha", vehicles=args.vehicles, rate=half,

@@ -12,26 +12,17 @@ from __future__ import annotations
 
 import argparse
 import logging
-import socket
 import statistics
-import tempfile
 import time
-from pathlib import Path
+
+from harness import bench_cluster
 
 from streamops import savepoints
-from streamops.cluster.local import LocalCluster
-from streamops.cluster.profile import ClusterProfile
 from streamops.jobs import JobRegistry
 from streamops.restore import savepoint_job
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
 from streamops.submit import submit_job
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def bench_one(settings: Settings, keys: int, repeat: int) -> str:
@@ -72,14 +63,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    root = Path(tempfile.mkdtemp(prefix="bench-savepoint-"))
-    settings = Settings.from_env(
-        {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
-        rest_port=free_port(),
-    )  # fmt: skip
-    cluster = LocalCluster(settings, ClusterProfile.from_mapping(
-        {"workers": 2, "worker_cores": 2, "worker_memory": "4g", "worker_webui_port_base": 0}
-    ))  # fmt: skip
+    root, settings, cluster = bench_cluster("bench-savepoint-", "4g")
     lines = []
     try:
         cluster.start()

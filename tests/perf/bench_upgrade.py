@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
-import tempfile
 import time
 from pathlib import Path
 
+from harness import bench_cluster
+
 from spark_jobs.sinks import store
-from streamops.cluster.local import LocalCluster
-from streamops.cluster.profile import ClusterProfile
 from streamops.jobs import JobRegistry
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
@@ -33,12 +31,6 @@ from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_v
 from streamops.spec import load_spec
 from streamops.submit import submit_job
 from streamops.upgrade import upgrade
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def first_batch_of(history: Path, version: str, after: float) -> float | None:
@@ -122,14 +114,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=240.0, help="how long data flows")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    root = Path(tempfile.mkdtemp(prefix="bench-upgrade-"))
-    settings = Settings.from_env(
-        {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
-        rest_port=free_port(),
-    )  # fmt: skip
-    cluster = LocalCluster(settings, ClusterProfile.from_mapping(
-        {"workers": 2, "worker_cores": 2, "worker_memory": "3g", "worker_webui_port_base": 0}
-    ))  # fmt: skip
+    root, settings, cluster = bench_cluster("bench-upgrade-", "3g")
     try:
         cluster.start()
         lines = [run_once(settings, root, args.rate, args.seconds, i) for i in range(args.runs)]

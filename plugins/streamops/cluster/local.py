@@ -8,15 +8,14 @@ under ``<state>/cluster/pids`` so two terminals cannot start the same daemon twi
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
@@ -33,6 +32,7 @@ from streamops.cluster.status import (
     worker_sort_key,
 )
 from streamops.exceptions import ClusterNotRunning, ProcessError
+from streamops.locks import file_lock
 from streamops.names import check_name
 from streamops.settings import Settings
 
@@ -117,16 +117,8 @@ class LocalCluster:
         return build_status(self.settings, records, state)
 
     # --- act -------------------------------------------------------------------------
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        lock = self.layout.cluster_dir / "pids" / ".lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock, "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def _locked(self) -> AbstractContextManager[None]:
+        return file_lock(self.layout.cluster_dir / "pids" / ".lock")
 
     def start(self, workers: int | None = None) -> ClusterStatus:
         """Start the master and ``worker-1..N`` (default: the profile's ``workers``) unless

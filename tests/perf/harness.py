@@ -1,0 +1,35 @@
+"""What every benchmark needs: free loopback ports, a temporary state root, a local cluster.
+
+Benchmarks run as scripts (``python tests/perf/bench_x.py``), so this directory is on
+``sys.path`` and they ``from harness import bench_cluster``.
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+from pathlib import Path
+
+from streamops.cluster.local import LocalCluster
+from streamops.cluster.profile import ClusterProfile
+from streamops.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def bench_cluster(prefix: str, worker_memory: str = "3g") -> tuple[Path, Settings, LocalCluster]:
+    """A fresh state root, settings on free ports, and a 2-worker cluster (not yet started)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    settings = Settings.from_env(
+        {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
+        rest_port=free_port(),
+    )  # fmt: skip
+    profile = ClusterProfile.from_mapping(
+        {"workers": 2, "worker_cores": 2, "worker_memory": worker_memory,
+         "worker_webui_port_base": 0}
+    )  # fmt: skip
+    return root, settings, LocalCluster(settings, profile)
