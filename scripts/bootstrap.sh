@@ -15,9 +15,22 @@ if ! java -version >/dev/null 2>&1; then
   exit 1
 fi
 
+# The Airflow UI test (tests/e2e/test_airflow_ui.py) drives Debian's Chromium headless; no
+# browser is downloaded. Installed here when missing, as root with apt-get (CI); elsewhere
+# install it yourself or the UI test is skipped. STREAMOPS_NO_CHROMIUM=1 skips this step.
+if [ -z "${STREAMOPS_NO_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 \
+   && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "bootstrap: installing Debian's chromium (for the Airflow UI test)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
+    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; } \
+    || echo "bootstrap: warning: could not install chromium; the Airflow UI test will be skipped" >&2
+fi
+
 stamp=.venv/.streamops-installed
 want="$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/streamops ]; then
+  bash scripts/build_jars.sh  # classpath jar releases (idempotent)
   exit 0
 fi
 
@@ -38,3 +51,4 @@ install = check_spark_install()
 print(f"bootstrap: Spark {install.version} (Python package and jars agree) at {install.home}")
 PY
 echo "$want" > "$stamp"
+bash scripts/build_jars.sh  # classpath jar releases (idempotent)

@@ -13,17 +13,27 @@ Args (job spec): ``alpha_dir``, ``beta_url``, ``store_url``, ``watermark`` (defa
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from pyspark.sql import DataFrame
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from spark_jobs import pings
 from spark_jobs.runtime import JobContext
 from spark_jobs.sinks import store
 from spark_jobs.sources.alpha import AlphaDataSource
 from spark_jobs.sources.beta import BetaDataSource
+
+log = logging.getLogger("spark_jobs.fleet_pings")
+
+RELEASE_UDF = "streamops_release"
+RELEASE_CLASS = "streamops.udf.Release"
+"""Java UDF of the classpath jar release (``java/udf/<release>``); absent → ``none``."""
 
 VEHICLE_FIELDS = ("vin", "time", "sequence", "source", "latitude", "longitude", "speed", "heading")
 
@@ -110,8 +120,38 @@ def stats_sink(
     return write
 
 
+def classpath_release(spark: SparkSession) -> str:
+    """The release of the classpath jar, from its Java UDF run by an executor (so both the
+    driver's and the executors' classpath are exercised); ``none`` if the class is missing."""
+    try:
+        spark.udf.registerJavaFunction(RELEASE_UDF, RELEASE_CLASS, StringType())
+        row = spark.range(1).selectExpr(f"{RELEASE_UDF}('probe') AS release").first()
+    except (PySparkException, Py4JError) as exc:
+        log.warning("no classpath jar release (%s not loadable): %s", RELEASE_CLASS,
+                    str(exc).splitlines()[0] if str(exc) else exc)
+        return "none"
+    return str(row["release"]) if row and row["release"] else "none"
+
+
+def report_release(ctx: JobContext) -> str | None:
+    """Show the classpath jar release in the job status and the ``job_releases`` table.
+
+    Only on a cluster: a job being described by the planner (local master) writes nothing.
+    """
+    if ctx.spark.sparkContext.master.startswith("local"):
+        return None
+    release = classpath_release(ctx.spark)
+    ctx.board.annotate(classpath_release=release)
+    started_at = float(ctx.board.snapshot().get("started_at") or 0.0)
+    engine = store.engine_for(str(ctx.args["store_url"]))
+    store.record_release(engine, ctx.job, started_at, ctx.spec.version, release)
+    log.info("job %s runs with classpath jar release %s", ctx.job, release)
+    return release
+
+
 def build(ctx: JobContext) -> None:
     store.engine_for(str(ctx.args["store_url"]))  # tables exist before the first batch
+    ctx.on_started(report_release)
     watermark = str(ctx.args.get("watermark", "2 minutes"))
     ctx.add_stage("vehicles", ping_stream(ctx), vehicles_sink(ctx))
     ctx.add_stage(

@@ -20,6 +20,7 @@ VEHICLE_FIELDS_V2 = (*fleet_pings.VEHICLE_FIELDS, "obd_codes")
 
 def build(ctx: JobContext) -> None:
     store.engine_for(str(ctx.args["store_url"]))
+    ctx.on_started(fleet_pings.report_release)
     watermark = str(ctx.args.get("watermark", "2 minutes"))
     ctx.add_stage(
         "vehicles",

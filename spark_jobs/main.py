@@ -16,6 +16,7 @@ import time
 
 from pyspark.sql import SparkSession
 
+from spark_jobs.runtime import standby
 from spark_jobs.runtime.context import JobContext, short_error
 from streamops import lease
 from streamops.layout import StateLayout
@@ -32,6 +33,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--start-positions-b64",
         help="base64 JSON {source_id: offset}: where stages without a checkpoint start",
+    )
+    parser.add_argument(
+        "--standby",
+        metavar="TOKEN",
+        help="warm standby: build and validate, then wait for the go file of TOKEN",
     )
     return parser.parse_args(argv)
 
@@ -51,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         else {}
     )
     spark = SparkSession.builder.appName(spec.name).getOrCreate()
+    if args.standby:
+        standby.warm_up(spark, spec, layout, module, args.standby)
+        go = standby.wait_for_go(layout, spec.name, args.standby)
+        args.from_savepoint, positions = go.savepoint, go.positions
     ctx = JobContext(
         spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions
     )

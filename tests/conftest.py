@@ -1,12 +1,30 @@
-"""Fixtures shared by every test: free loopback ports and a throwaway PostgreSQL database."""
+"""Fixtures shared by every test: free loopback ports, a throwaway PostgreSQL database, the
+session's one real Spark cluster and Airflow's metadata database.
+
+Airflow reads its configuration when it is first imported, so this module points it at a
+throwaway ``AIRFLOW_HOME`` (SQLite metadata, the project's ``dags/`` and ``plugins/``) before
+any test can import it. Nothing here starts a process until a test asks for the fixture.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+from support.airflow_env import configure_airflow_env
 from support.postgres import throwaway_database
+
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="streamops-airflow-"))
+configure_airflow_env(os.environ, _AIRFLOW_HOME)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
 
 
 def _free_port() -> int:
@@ -36,3 +54,6 @@ def postgres_url() -> Iterator[str]:
             engine = store._engines.pop(url, None)
             if engine is not None:
                 engine.dispose()
+
+
+pytest_plugins = ["support.cluster_fixture", "support.airflow_fixture"]

@@ -124,6 +124,12 @@ def wait_result(
         time.sleep(poll)
 
 
+def read_result(layout: StateLayout, job: str, request_id: str) -> ControlResult | None:
+    """The driver's answer to a request, or ``None`` while it has not answered."""
+    data = read_json(_result_path(layout, job, request_id))
+    return ControlResult(**data) if data is not None else None
+
+
 # --- driver side ----------------------------------------------------------------------
 def pending_requests(layout: StateLayout, job: str) -> list[ControlRequest]:
     """Requests without a result, oldest first."""

@@ -8,7 +8,10 @@ and what to do about it::
     │   └── UnsafeNameError    a job, stage or savepoint name could escape its directory
     ├── ClusterError           the Spark standalone cluster refused or failed an operation
     │   ├── ClusterNotRunning  the master (or its REST server) cannot be reached
-    │   └── ProcessError       a local master/worker process failed to start or stop
+    │   ├── ProcessError       a local master/worker process failed to start or stop
+    │   ├── AgentError         a node agent refused or failed a request (carries its message)
+    │   ├── UnknownRelease     no jar release of that name under <config>/jars/releases
+    │   └── ClusterRestartFailed  a full-cluster restart failed (and was rolled back)
     ├── JobError               a job-level operation failed
     │   ├── JobAlreadyRunning  a live instance of the job name exists (submit refused)
     │   └── JobNotFound        no job of that name is known
@@ -16,7 +19,8 @@ and what to do about it::
     │   ├── SavepointExists    the name is taken
     │   ├── SavepointNotFound  no readable savepoint of that name
     │   └── SavepointProtected a running job was started from it
-    └── SimulatorError         a simulator was given bad parameters
+    ├── SimulatorError         a simulator was given bad parameters
+    └── Unhealthy              a health check found something wrong (the message names it)
 """
 
 from __future__ import annotations
@@ -44,6 +48,25 @@ class ClusterNotRunning(ClusterError):
 
 class ProcessError(ClusterError):
     """A local Spark daemon process failed to start, register or stop."""
+
+
+class AgentError(ClusterError):
+    """A node agent refused or failed a request; the message is the agent's own.
+
+    ``status`` is the HTTP status of the answer (0 when the agent could not be reached).
+    """
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UnknownRelease(ClusterError):
+    """No classpath jar release of that name exists; the message lists the known ones."""
+
+
+class ClusterRestartFailed(ClusterError):
+    """A graceful full-cluster restart failed; the message says at which step and why."""
 
 
 class JobError(StreamopsError):
@@ -76,3 +99,7 @@ class SavepointProtected(SavepointError):
 
 class SimulatorError(StreamopsError):
     """A simulator was started with bad parameters."""
+
+
+class Unhealthy(StreamopsError):
+    """A health check failed; the message names every failed check (``streamops health``)."""

@@ -126,6 +126,13 @@ class JobRegistry:
             status=status,
         )
 
+    def driver_live(self, driver_id: str) -> bool:
+        """Whether the master lists ``driver_id`` among its live drivers."""
+        return any(
+            d.id == driver_id and d.state in LIVE_DRIVER_STATES
+            for d in self.client.active_drivers()
+        )
+
     def wait_healthy(
         self, name: str, *, timeout: float, since_driver: str | None = None
     ) -> JobView:

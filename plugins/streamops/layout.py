@@ -11,7 +11,13 @@ module, so a path is spelled in exactly one place::
     <root>/jobs/<job>/control/<id>.json        control requests (+ <id>.result.json)
     <root>/jobs/<job>/lease.json               fencing lease
     <root>/cluster/                            pid files, recovery dir, worker dirs, logs
+    <root>/cluster/agents/<node>.json          node agents: url, role, pid (the agent registry)
+    <root>/cluster/agent.token                 bearer token of the node agents (mode 0600)
+    <root>/cluster/intents/<operation>.json    intent records of cluster procedures (restart)
+    <root>/lib/active -> <config>/jars/releases/<release>   the active classpath jar release
     <root>/services/<name>.json                pid files of the stack's simulators
+    <root>/health/history.jsonl                one line per health check run
+    <root>/airflow/                            AIRFLOW_HOME of the embedded Airflow
     <root>/journals/                           what the simulators emitted (the oracle)
     <root>/data/alpha/                         default drop directory of fleetsim-alpha
 """
@@ -72,6 +78,14 @@ class StateLayout:
         """Present while the driver drains its stages to a batch boundary (sources read nothing)."""
         return self.job_dir(job) / "paused"
 
+    def intent_record(self, job: str, procedure: str) -> Path:
+        """The last recorded step of ``procedure`` (upgrade, restart, deploy) on ``job``."""
+        return self.job_dir(job) / f"{check_name('procedure', procedure)}.json"
+
+    def standby_dir(self, job: str) -> Path:
+        """Warm-standby handshake: ``<token>.ready.json`` (driver) and ``<token>.go.json`` (ops)."""
+        return self.job_dir(job) / "standby"
+
     def lease_file(self, job: str) -> Path:
         return self.job_dir(job) / "lease.json"
 
@@ -111,6 +125,21 @@ class StateLayout:
         """Pid file of a non-Spark service of the local stack (simulators, dashboard)."""
         return self.root / "services" / f"{check_name('service', service)}.json"
 
+    # --- operations -------------------------------------------------------------------
+    @property
+    def health_dir(self) -> Path:
+        return self.root / "health"
+
+    @property
+    def health_history(self) -> Path:
+        """One JSON line per health check run (``streamops health --history``)."""
+        return self.health_dir / "history.jsonl"
+
+    @property
+    def airflow_home(self) -> Path:
+        """``AIRFLOW_HOME`` of the embedded Airflow: SQLite metadata, logs, password file."""
+        return self.root / "airflow"
+
     @property
     def journals_dir(self) -> Path:
         return self.root / "journals"
@@ -118,6 +147,36 @@ class StateLayout:
     @property
     def lib_dir(self) -> Path:
         return self.root / "lib"
+
+    # --- node agents and jar releases ---------------------------------------------------
+    @property
+    def agents_dir(self) -> Path:
+        return self.cluster_dir / "agents"
+
+    def agent_file(self, node: str) -> Path:
+        return self.agents_dir / f"{check_name('node', node)}.json"
+
+    @property
+    def agent_profile_file(self) -> Path:
+        """The cluster profile the embedded agents size their daemons with."""
+        return self.cluster_dir / "profile.json"
+
+    @property
+    def agent_token_file(self) -> Path:
+        return self.cluster_dir / "agent.token"
+
+    def intent_file(self, operation: str) -> Path:
+        return self.cluster_dir / "intents" / f"{check_name('operation', operation)}.json"
+
+    @property
+    def active_release_link(self) -> Path:
+        """Symlink to the active jar release; the cluster's extra classpath is ``<it>/*``."""
+        return self.lib_dir / "active"
+
+    @property
+    def release_record(self) -> Path:
+        """Which release is active, which was before, when it was switched."""
+        return self.lib_dir / "release.json"
 
     # --- data -------------------------------------------------------------------------
     @property

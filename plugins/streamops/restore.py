@@ -45,11 +45,14 @@ def savepoint_job(
     log.info("job %s: savepoint %s taken in %ss (batches %s)", job, name,
              result.detail.get("duration_s"), result.detail.get("batches"))  # fmt: skip
     if cancel:
+        # Wait for this driver to end (a warm standby of the job may be live beside it).
         deadline = time.monotonic() + 60
-        while registry.view(job).is_live:
+        while (
+            registry.driver_live(view.driver_id) if view.driver_id else registry.view(job).is_live
+        ):
             if time.monotonic() > deadline:
                 raise JobError(f"job {job} still running 60s after its savepoint with cancel")
-            time.sleep(0.5)
+            time.sleep(0.2)
         log.info("job %s stopped after savepoint %s", job, name)
     return result
 

@@ -22,6 +22,7 @@ _ENV = {
     "state_root": "STREAMOPS_STATE_ROOT",
     "config_dir": "STREAMOPS_CONFIG_DIR",
     "master_host": "STREAMOPS_MASTER_HOST",
+    "node_host": "STREAMOPS_NODE_HOST",
     "master_port": "STREAMOPS_MASTER_PORT",
     "master_webui_port": "STREAMOPS_MASTER_WEBUI_PORT",
     "rest_port": "STREAMOPS_REST_PORT",
@@ -37,6 +38,9 @@ class Settings(BaseModel):
     state_root: Path = Field(default=Path("var"), description="root of all job state")
     config_dir: Path = Field(default=PROJECT_ROOT / "config")
     master_host: str = "127.0.0.1"
+    node_host: str = Field(
+        default="", description="this node's address for its daemon (default: master_host)"
+    )
     master_port: int = Field(default=7077, ge=1, le=65535)
     master_webui_port: int = Field(default=8080, ge=1, le=65535)
     rest_port: int = Field(default=6066, ge=1, le=65535)
@@ -59,9 +63,18 @@ class Settings(BaseModel):
             update={"state_root": settings.state_root.expanduser().resolve()}
         )
 
+    def to_env(self) -> dict[str, str]:
+        """These settings as ``STREAMOPS_*`` variables (for a child process or Airflow task)."""
+        return {var: str(getattr(self, field)) for field, var in _ENV.items()}
+
     @property
     def layout(self) -> StateLayout:
         return StateLayout.at(self.state_root)
+
+    @property
+    def local_host(self) -> str:
+        """The address this node's Spark daemon binds to and advertises."""
+        return self.node_host or self.master_host
 
     @property
     def master_url(self) -> str:

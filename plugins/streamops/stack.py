@@ -1,14 +1,17 @@
 """The embedded local stack behind ``streamops up`` / ``streamops down``.
 
 ``up``: the local Spark cluster, fleetsim-alpha and fleetsim-beta as background processes
-(journals under ``<state>/journals``), then the fleet-pings job submitted and waited for.
-``down``: cancel live jobs, stop the simulators, stop the cluster. Each step logs one line.
+(journals under ``<state>/journals``), the embedded Airflow (:mod:`streamops.airflow_stack`),
+then the fleet-pings job submitted and waited for, then Airflow waited for.
+``down``: stop Airflow, cancel live jobs, stop the simulators, stop the cluster. Each step
+logs one line.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,46 +36,57 @@ class StackOptions:
     rate: float = 20.0
     vehicles: int = 50
     wait: float = 300.0
+    airflow: bool = True
 
 
-def _service_spec(settings: Settings, name: str, argv: list[str]) -> daemons.DaemonSpec:
+def _service_spec(
+    settings: Settings, name: str, argv: list[str], env: Mapping[str, str] | None = None
+) -> daemons.DaemonSpec:
     return daemons.DaemonSpec(
         name=name,
         kind="service",
         argv=tuple(argv),
-        env={"PYTHONUNBUFFERED": "1"},
+        env={"PYTHONUNBUFFERED": "1", **(env or {})},
         log=settings.layout.logs_dir / f"{name}.log",
         ports={},
     )
 
 
-def _running(settings: Settings, name: str) -> daemons.PidRecord | None:
+def running_service(settings: Settings, name: str) -> daemons.PidRecord | None:
+    """The pid record of service ``name`` if it runs (a stale pid file counts as not)."""
     data = read_json(settings.layout.service_pid_file(name))
     record = daemons.PidRecord.from_json(data) if data else None
     return record if record and daemons.is_running(record) else None
 
 
-def start_service(settings: Settings, name: str, argv: list[str]) -> daemons.PidRecord:
-    """Start one background service unless it already runs; record its pid file."""
-    record = _running(settings, name)
+def start_service(
+    settings: Settings, name: str, argv: list[str], env: Mapping[str, str] | None = None
+) -> daemons.PidRecord:
+    """Start one background service unless it already runs; record its pid file.
+
+    ``env`` is set over the caller's environment (``SPARK_*`` variables are dropped)."""
+    record = running_service(settings, name)
     if record:
         log.info("%s already running (pid %s)", name, record.pid)
         return record
-    record = daemons.launch(_service_spec(settings, name, argv))
+    record = daemons.launch(_service_spec(settings, name, argv, env))
     write_json_atomic(settings.layout.service_pid_file(name), record.__dict__)
     log.info("started %s (pid %s); log %s", name, record.pid, record.log)
     return record
 
 
-def stop_services(settings: Settings) -> list[str]:
+def stop_services(settings: Settings, names: Iterable[str] | None = None) -> list[str]:
+    """Stop the services ``names`` (default: every service of the state root), SIGTERM first,
+    then their whole process group; remove their pid files."""
     folder = settings.layout.service_pid_file("x").parent
-    records = [
-        daemons.PidRecord.from_json(read_json(p) or {})
-        for p in sorted(folder.glob("*.json"))
-    ]
+    wanted = None if names is None else set(names)
+    files = [
+        p for p in sorted(folder.glob("*.json")) if wanted is None or p.stem in wanted
+    ]  # fmt: skip
+    records = [daemons.PidRecord.from_json(read_json(p) or {}) for p in files]
     daemons.stop_daemons(records, timeout=10.0)
-    for p in folder.glob("*.json"):
-        p.unlink()
+    for p in files:
+        p.unlink(missing_ok=True)
     for r in records:
         log.info("stopped %s", r.name)
     return [r.name for r in records]
@@ -105,6 +119,7 @@ def _wait_beta(port: int, timeout: float = 30.0) -> None:
 
 
 def up(settings: Settings, opts: StackOptions) -> None:
+    from streamops.airflow_stack import AirflowStack
     from streamops.submit import submit_job
 
     spec = load_spec(opts.spec)
@@ -112,6 +127,9 @@ def up(settings: Settings, opts: StackOptions) -> None:
     settings.layout.journals_dir.mkdir(parents=True, exist_ok=True)
     for name, argv in simulator_commands(settings, opts).items():
         start_service(settings, name, argv)
+    airflow = AirflowStack(settings) if opts.airflow else None
+    if airflow is not None:
+        airflow.launch()  # starts while the job is submitted; waited for at the end
     _wait_beta(opts.beta_port)
     spec = spec.model_copy(
         update={"args": {**spec.args, "beta_url": f"http://127.0.0.1:{opts.beta_port}/pings"}}
@@ -120,9 +138,14 @@ def up(settings: Settings, opts: StackOptions) -> None:
         log.info("job %s already running; not submitting again", spec.name)
     else:
         submit_job(spec, settings, wait_healthy=opts.wait)
+    if airflow is not None:
+        airflow.wait_ready()
 
 
 def down(settings: Settings) -> None:
+    from streamops.airflow_stack import AirflowStack
+
+    AirflowStack(settings).stop()  # first, so no scheduled run starts while jobs are cancelled
     registry = JobRegistry(settings)
     cluster = LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir))
     if cluster.status().master_alive:

@@ -114,8 +114,11 @@ def submit_job(
     client: MasterClient | None = None,
     wait_healthy: float | None = None,
     extra_args: tuple[str, ...] = (),
+    standby: bool = False,
 ) -> str:
     """Submit ``spec`` as a supervised driver; refuse if a live instance of its name exists.
+
+    ``standby`` submits a warm standby beside the live instance (``streamops.standby``).
 
     Returns the driver (submission) id. With ``wait_healthy`` (seconds) it returns only when
     every stage has committed a batch, and raises if the job fails or the time runs out.
@@ -123,26 +126,40 @@ def submit_job(
     install = check_spark_install()
     client = client or MasterClient(settings)
     registry = JobRegistry(settings, client)
-    live = registry.view(spec.name)
-    if live.is_live:
-        raise JobAlreadyRunning(
-            f"job {spec.name} is already running (driver {live.driver_id or '?'}, state "
-            f"{live.state}); cancel it first with `streamops cancel {spec.name}` or upgrade it"
-        )
+    if not standby:
+        ensure_not_running(registry, spec.name)
     submission = build_submission(spec, settings, extra_args=extra_args)
     log.info("submitting job %s v%s to %s", spec.name, spec.version, settings.master_url)
     driver_id = client.create_submission(submission.rest_body(install.version))
+    record_submission(settings, spec, driver_id, standby=standby)
+    if wait_healthy:
+        registry.wait_healthy(spec.name, timeout=wait_healthy, since_driver=driver_id)
+    return driver_id
+
+
+def ensure_not_running(registry: JobRegistry, job: str) -> None:
+    """Refuse a second live instance of ``job`` (one live driver per job name)."""
+    live = registry.view(job)
+    if live.is_live:
+        raise JobAlreadyRunning(
+            f"job {job} is already running (driver {live.driver_id or '?'}, state "
+            f"{live.state}); cancel it first with `streamops cancel {job}` or upgrade it"
+        )
+
+
+def record_submission(
+    settings: Settings, spec: JobSpec, driver_id: str, *, standby: bool = False
+) -> None:
+    """Append the submission to ``jobs/<job>/submissions.jsonl`` (how the registry finds it)."""
     append_jsonl(
         settings.layout.submissions_file(spec.name),
         {
             "event": "submitted",
             "driver_id": driver_id,
             "version": spec.version,
+            "standby": standby,
             "at": time.time(),
             "spec": spec.model_dump(mode="json"),
         },
     )
     log.info("job %s v%s submitted as driver %s", spec.name, spec.version, driver_id)
-    if wait_healthy:
-        registry.wait_healthy(spec.name, timeout=wait_healthy, since_driver=driver_id)
-    return driver_id

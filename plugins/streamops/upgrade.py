@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
+from streamops.intents import record_intent
 from streamops.jobs import JobRegistry, read_submissions
-from streamops.layout import write_json_atomic
+from streamops.layout import read_json
 from streamops.planner import UpgradePlan, describe_spec_stages
 from streamops.restore import savepoint_job, start_from_savepoint
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.standby import Standby, abort_standby, release_standby, start_standby
 
 log = logging.getLogger("streamops.upgrade")
 
@@ -48,14 +50,18 @@ class UpgradeOutcome:
 
 
 def current_spec(settings: Settings, job: str) -> JobSpec:
-    """The spec of the job's last submission (what is running now)."""
+    """The spec of the running driver's submission (else the last one that was no standby)."""
     subs = [
         s for s in read_submissions(settings.layout.submissions_file(job))
         if s.get("event") == "submitted" and s.get("spec")
     ]  # fmt: skip
     if not subs:
         raise JobNotFound(f"job {job} has no recorded submission; submit it first")
-    return spec_from_dict(subs[-1]["spec"], f"last submission of {job}")
+    running = (read_json(settings.layout.status_file(job)) or {}).get("driver_id")
+    chosen = [s for s in subs if running and s.get("driver_id") == running] or [
+        s for s in subs if not s.get("standby")
+    ] or subs  # fmt: skip
+    return spec_from_dict(chosen[-1]["spec"], f"last submission of {job}")
 
 
 def running_stages(settings: Settings, job: str) -> dict[str, dict[str, Any]]:
@@ -92,33 +98,57 @@ def default_savepoint_name(job: str, old: str, new: str) -> str:
 
 
 def _record(settings: Settings, job: str, phase: str, **fields: Any) -> None:
-    write_json_atomic(
-        settings.layout.job_dir(job) / "upgrade.json", {"phase": phase, "at": time.time(), **fields}
-    )
-    log.info("upgrade of %s: %s", job, phase)
+    record_intent(settings, job, "upgrade", phase, **fields)
 
 
 def upgrade(
     settings: Settings, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
     savepoint: str | None = None, health_timeout: float = 300.0,
-    rollback_timeout: float = 300.0,
+    rollback_timeout: float = 300.0, warm: bool = False,
 ) -> UpgradeOutcome:  # fmt: skip
+    """Plan → savepoint with cancel → start ``new_spec`` from it → healthy, or roll back.
+
+    ``warm``: the new version's driver is started as a warm standby (session up, stages built
+    and validated) before the old one is stopped, so the gap is only the savepoint and the
+    restore. A standby that fails to come up aborts the upgrade with the old version untouched.
+    """
     plan = plan_upgrade(settings, job, new_spec, allow_state_drop=allow_state_drop)
     if not plan.allowed:
         raise UpgradeRefused(f"upgrade of {job} refused, nothing was stopped: {plan.refusal}")
     old_spec = current_spec(settings, job)
     name = savepoint or default_savepoint_name(job, old_spec.version, new_spec.version)
     base = {"savepoint": name, "from_version": old_spec.version, "to_version": new_spec.version}
+    new_stages = [s.stage for s in plan.stages if s.action.value != "DROPPED"]
+    ready: Standby | None = None
+    if warm:
+        _record(settings, job, "start-standby", **base)
+        try:
+            ready = start_standby(new_spec, settings, timeout=health_timeout)
+        except StreamopsError as exc:
+            _record(settings, job, "standby-failed", reason=str(exc)[:2000], **base)
+            raise UpgradeFailed(
+                f"standby v{new_spec.version} of {job} did not come up ({exc}); "
+                f"v{old_spec.version} was not stopped"
+            ) from exc
     _record(settings, job, "savepoint-with-cancel", **base)
     t0 = time.monotonic()
-    savepoint_job(settings, job, name, cancel=True)
+    try:
+        savepoint_job(settings, job, name, cancel=True)
+    except StreamopsError:
+        if ready is not None:
+            abort_standby(settings, ready)
+        raise
     t1 = time.monotonic()
     _record(settings, job, "start-new-version", **base)
-    new_stages = [s.stage for s in plan.stages if s.action.value != "DROPPED"]
     try:
-        driver = start_from_savepoint(
-            new_spec, settings, name, new_stages, wait_healthy=health_timeout
-        )
+        if ready is not None:
+            release_standby(settings, ready, name, new_stages)
+            driver = ready.driver_id
+            JobRegistry(settings).wait_healthy(job, timeout=health_timeout, since_driver=driver)
+        else:
+            driver = start_from_savepoint(
+                new_spec, settings, name, new_stages, wait_healthy=health_timeout
+            )
     except StreamopsError as exc:
         _record(settings, job, "rollback", reason=str(exc)[:2000], **base)
         rollback(settings, job, old_spec, name, rollback_timeout)
@@ -127,7 +157,7 @@ def upgrade(
             f"job {job} v{new_spec.version} did not become healthy ({exc}); rolled back to "
             f"v{old_spec.version} from savepoint {name}"
         ) from exc
-    _record(settings, job, "done", driver_id=driver, **base)
+    _record(settings, job, "done", driver_id=driver, warm=warm, **base)
     return UpgradeOutcome(job, old_spec.version, new_spec.version, name, driver, plan.render(),
                           round(t1 - t0, 2), round(time.monotonic() - t1, 2))  # fmt: skip
 

@@ -15,6 +15,7 @@ import re
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,13 @@ log = logging.getLogger("spark_jobs.runtime")
 _DRIVER_ID = re.compile(r"^driver-\d+-\d+$")
 
 BatchSink = Callable[[DataFrame, int], None]
+
+# Errors of a loaded machine, not of the job: Spark gives a new Python worker 10 s to connect.
+TRANSIENT_ERRORS = (
+    "Python worker failed to connect back",
+    "Timed out while waiting for the Python worker to connect back",
+)
+MAX_STAGE_RESTARTS = 3
 
 
 def short_error(exc: BaseException) -> str:
@@ -78,6 +86,13 @@ class JobContext:
         self.control = ControlLoop(self)
         self.lease: lease.Lease | None = None
         self._last_heartbeat = 0.0
+        self._on_started: list[Callable[[JobContext], object]] = []
+
+    def on_started(self, hook: Callable[[JobContext], object]) -> None:
+        """Run ``hook(ctx)`` once the job holds its lease and its stages run (in a thread: it
+        may run Spark jobs). Never during a describe or a warm standby's dry build, and never
+        in a fenced duplicate, so work that writes belongs here rather than in ``build``."""
+        self._on_started.append(hook)
 
     def source_options(self, source_id: str) -> dict[str, str]:
         """Options every runtime-aware source of this job takes.
@@ -154,17 +169,45 @@ class JobContext:
             self.board.declare_stage(
                 stage.name, stateful=stage.stateful, descriptor=self.describe(stage.name)
             )
-            query = (
-                stage.frame.writeStream.queryName(stage.name)
-                .option("checkpointLocation", self.checkpoint_for(stage.name))
-                .outputMode(stage.output_mode)
-                .trigger(processingTime=f"{self.spec.trigger_seconds} seconds")
-                .foreachBatch(self._fenced(stage.sink))
-                .start()
-            )
-            log.info("job %s v%s: stage %s started", self.job, self.spec.version, stage.name)
-            queries.append(query)
+            queries.append(self._start(stage))
+        for hook in self._on_started:
+            threading.Thread(target=self._run_hook, args=(hook,), daemon=True).start()
         self._supervise(queries)
+
+    def _run_hook(self, hook: Callable[[JobContext], object]) -> None:
+        try:
+            self._check_lease()
+            hook(self)
+        except Exception:  # a start-up report must never take the job down
+            log.exception("job %s: start-up hook %s failed", self.job, hook)
+
+    def _start(self, stage: Stage) -> Any:
+        query = (
+            stage.frame.writeStream.queryName(stage.name)
+            .option("checkpointLocation", self.checkpoint_for(stage.name))
+            .outputMode(stage.output_mode)
+            .trigger(processingTime=f"{self.spec.trigger_seconds} seconds")
+            .foreachBatch(self._fenced(stage.sink))
+            .start()
+        )
+        log.info("job %s v%s: stage %s started", self.job, self.spec.version, stage.name)
+        return query
+
+    def _restart_transient(self, queries: list[Any], restarts: dict[str, int]) -> None:
+        """Restart a stage whose query died of a transient error (from its checkpoint: the
+        sinks are idempotent, so the replayed batch changes nothing); fail after a few."""
+        for i, q in enumerate(queries):
+            if q.isActive or q.exception() is None:
+                continue
+            error = str(q.exception())
+            count = restarts.get(q.name, 0)
+            if not any(t in error for t in TRANSIENT_ERRORS) or count >= MAX_STAGE_RESTARTS:
+                raise JobFailed(f"stage {q.name} failed: {error}")
+            restarts[q.name] = count + 1
+            log.warning("job %s: stage %s died of a transient error (%s); restarting it from its "
+                        "checkpoint (%d/%d)", self.job, q.name, short_error(q.exception())[:200],
+                        count + 1, MAX_STAGE_RESTARTS)  # fmt: skip
+            queries[i] = self._start(next(s for s in self.stages if s.name == q.name))
 
     # --- fencing ------------------------------------------------------------------------
     @property
@@ -209,11 +252,10 @@ class JobContext:
         return write
 
     def _supervise(self, queries: list[Any]) -> None:
+        restarts: dict[str, int] = {}
         try:
             while any(q.isActive for q in queries):
-                for q in queries:
-                    if not q.isActive and q.exception() is not None:
-                        raise JobFailed(f"stage {q.name} failed: {q.exception()}")
+                self._restart_transient(queries, restarts)
                 self._heartbeat()
                 if self.control.poll({q.name: q for q in queries}) == "exit":
                     self.release_lease()

@@ -53,7 +53,8 @@ class ControlLoop:
         pause.touch()
         try:
             checkpoints = {name: Path(ctx.checkpoint_for(name)) for name in queries}
-            batches = drain(queries, checkpoints, ctx.spec.trigger_seconds, DRAIN_TIMEOUT)
+            batches = drain(queries, checkpoints, ctx.spec.trigger_seconds, DRAIN_TIMEOUT,
+                            idle_at=ctx.board.idle_at)  # fmt: skip
             log.info("control: stages drained at batches %s in %.1fs", batches,
                      time.monotonic() - started)  # fmt: skip
             detail: dict[str, Any] = {"batches": batches}

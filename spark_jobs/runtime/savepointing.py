@@ -4,7 +4,8 @@ Draining never interrupts a batch: the job's sources stop admitting new data whi
 job's pause file exists (their ``latestOffset`` returns the start offset), so each query
 finishes the batch in flight, may run one no-data batch (watermark), and then idles. A
 stage is drained when its checkpoint's last planned batch (``offsets/``) is committed
-(``commits/``), no trigger is active, and that holds over a full trigger interval.
+(``commits/``), no trigger is active, and the query reported an idle trigger after the pause
+(Spark's ``onQueryIdle``), or, failing that event, the boundary held for a trigger interval.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +54,17 @@ def stage_boundary(checkpoint: Path) -> tuple[int | None, int | None]:
 
 
 def drain(
-    queries: dict[str, Any], checkpoints: dict[str, Path], trigger_s: float, timeout: float
-) -> dict[str, int | None]:
-    """Wait until every stage sits at a committed batch boundary; return its batch ids."""
+    queries: dict[str, Any], checkpoints: dict[str, Path], trigger_s: float, timeout: float,
+    idle_at: Callable[[str], float | None] | None = None,
+) -> dict[str, int | None]:  # fmt: skip
+    """Wait until every stage sits at a committed batch boundary; return its batch ids.
+
+    Call it right after the pause file was created. A stage is drained when no trigger is
+    active, its last planned batch is committed, and either it reported a trigger with no new
+    data after the pause (``idle_at``: from then on the paused sources admit nothing and the
+    watermark cannot move, so no batch can follow) or that has held for a trigger interval.
+    """
+    paused_at = time.time()
     deadline = time.monotonic() + timeout
     stable_since: float | None = None
     last_seen: dict[str, tuple[int | None, int | None]] = {}
@@ -62,9 +72,12 @@ def drain(
         seen = {name: stage_boundary(checkpoints[name]) for name in queries}
         idle = all(not q.status.get("isTriggerActive") for q in queries.values())
         at_boundary = all(planned == done for planned, done in seen.values())
-        if idle and at_boundary and seen == last_seen:
+        quiet = idle_at is not None and all(
+            (idle_at(name) or 0.0) >= paused_at for name in queries
+        )
+        if idle and at_boundary and (quiet or seen == last_seen):
             stable_since = stable_since or time.monotonic()
-            if time.monotonic() - stable_since >= trigger_s + 0.5:
+            if quiet or time.monotonic() - stable_since >= trigger_s + 0.5:
                 return {name: done for name, (_, done) in seen.items()}
         else:
             stable_since = None
@@ -75,7 +88,7 @@ def drain(
                 f"stages did not reach a batch boundary within {timeout:.0f}s "
                 f"(still in a batch: {', '.join(busy) or 'none'}; trigger active: {not idle})"
             )
-        time.sleep(0.2)
+        time.sleep(0.05)
 
 
 def state_metadata(spark: SparkSession, checkpoint: Path) -> list[dict[str, Any]] | None:

@@ -42,6 +42,12 @@ class StatusBoard:
             self._doc.update(state=state, **extra)
             self._flush()
 
+    def annotate(self, **fields: Any) -> None:
+        """Add job-level facts to the status (e.g. ``classpath_release``)."""
+        with self._lock:
+            self._doc.update(fields)
+            self._flush()
+
     def declare_stage(self, stage: str, **info: Any) -> None:
         with self._lock:
             self._doc["stages"].setdefault(stage, {"batch_id": None, **info})
@@ -51,9 +57,16 @@ class StatusBoard:
         """The stage's query is up and found no new data: ready, with nothing to do."""
         with self._lock:
             entry = self._doc["stages"].setdefault(stage, {"batch_id": None})
-            entry.update(ready=True, idle_since=entry.get("idle_since") or time.time())
+            now = time.time()
+            entry.update(ready=True, idle_since=entry.get("idle_since") or now, idle_at=now)
             self._maybe_running()
             self._flush()
+
+    def idle_at(self, stage: str) -> float | None:
+        """When ``stage`` last ran a trigger that found no new data (None: never)."""
+        with self._lock:
+            value = (self._doc["stages"].get(stage) or {}).get("idle_at")
+            return float(value) if value else None
 
     def _maybe_running(self) -> None:
         stages = self._doc["stages"].values()

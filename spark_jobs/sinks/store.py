@@ -87,6 +87,16 @@ quarantine = Table(
 )
 
 _engines: dict[str, Engine] = {}
+job_releases = Table(
+    "job_releases",
+    metadata,
+    Column("job", String(64), primary_key=True),
+    Column("started_at", Float, primary_key=True),
+    Column("version", String(64), nullable=False),
+    Column("classpath_release", String(64), nullable=False),
+)
+"""One row per driver start: the classpath jar release it runs with (``none`` if absent)."""
+
 _lock = threading.Lock()
 
 
@@ -187,3 +197,14 @@ def insert_quarantine(engine: Engine, rows: Iterable[Mapping[str, Any]], job: st
 def read_table(engine: Engine, table: Table) -> list[dict[str, Any]]:
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(select(table))]
+
+
+def record_release(
+    engine: Engine, job: str, started_at: float, version: str, release: str
+) -> None:
+    """Record the classpath jar release of one driver start (idempotent per start)."""
+    row = {"job": job, "started_at": started_at, "version": version,
+           "classpath_release": release}  # fmt: skip
+    stmt = _insert(engine, job_releases).values(**row).on_conflict_do_nothing()
+    with engine.begin() as conn:
+        conn.execute(stmt)

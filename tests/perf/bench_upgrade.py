@@ -9,7 +9,7 @@ everything; prints:
 - lost / duplicated / different rows in ``vehicles`` and ``vehicle_stats`` against the
   batch recomputation from the simulators' journals.
 
-    .venv/bin/python tests/perf/bench_upgrade.py --rate 200 --runs 2
+    .venv/bin/python tests/perf/bench_upgrade.py --rate 200 --mode both
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: 
     raise SystemExit(f"{job} did not read up to {final} within 300 s")
 
 
-def run_once(settings: Settings, root: Path, rate: float, seconds: float, i: int) -> str:
+def run_once(
+    settings: Settings, root: Path, rate: float, seconds: float, i: int, warm: bool
+) -> str:
     job = f"fleet-bench-up-{i}"
     work = root / job
     n = int(rate * seconds)  # data flows for `seconds`, spanning the upgrade
@@ -80,7 +82,7 @@ def run_once(settings: Settings, root: Path, rate: float, seconds: float, i: int
                                        "args": {**s.args, **args}}) for s in specs)  # fmt: skip
         submit_job(v1, settings, wait_healthy=600)
         time.sleep(15)
-        outcome = upgrade(settings, job, v2, health_timeout=600)
+        outcome = upgrade(settings, job, v2, health_timeout=600, warm=warm)
         # the savepoint request happened savepoint_s + start_s before upgrade() returned
         t0 = time.time() - outcome.start_s - outcome.savepoint_s
         alpha.wait_done(seconds + 60)
@@ -94,8 +96,9 @@ def run_once(settings: Settings, root: Path, rate: float, seconds: float, i: int
         win = compare_windows(tumbling_windows(good), store.read_table(engine, store.vehicle_stats))
         gap = f"{first - t0:6.1f} s" if first else "  n/a"
         return (
-            f"run {i}: gap {gap} (savepoint+cancel {outcome.savepoint_s:.1f} s, v2 start "
-            f"{outcome.start_s:.1f} s); vehicles {len(veh.missing)} lost / "
+            f"run {i} ({'warm' if warm else 'cold'}): gap {gap} (savepoint+cancel "
+            f"{outcome.savepoint_s:.1f} s, v2 start {outcome.start_s:.1f} s); "
+            f"vehicles {len(veh.missing)} lost / "
             f"{len(veh.unexpected)} extra / {len(veh.different)} different; windows "
             f"{len(win.missing)} lost / {len(win.unexpected)} extra / {len(win.different)} "
             f"different (of {win.expected})"
@@ -112,15 +115,22 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0, help="pings/s of each simulator")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=240.0, help="how long data flows")
+    ap.add_argument("--mode", choices=("cold", "warm", "both"), default="both",
+                    help="start v2 after v1 stopped (cold), as a warm standby, or both")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-upgrade-", "3g")
     try:
         cluster.start()
-        lines = [run_once(settings, root, args.rate, args.seconds, i) for i in range(args.runs)]
+        modes = [False, True] if args.mode == "both" else [args.mode == "warm"]
+        lines = [
+            run_once(settings, root, args.rate, args.seconds, i * len(modes) + j, warm)
+            for i in range(args.runs)
+            for j, warm in enumerate(modes)
+        ]
     finally:
         cluster.stop()
-    print("\nupgrade benchmark, cold start of v2 (2 workers, 2-core machine)")
+    print("\nupgrade benchmark (2 workers, 2-core machine); warm = v2 driver up before v1 stops")
     print("\n".join(lines))
 
 

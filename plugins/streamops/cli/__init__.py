@@ -16,9 +16,14 @@ from streamops.settings import Settings
 
 def build_parser() -> argparse.ArgumentParser:
     from streamops.cli import (
+        agent_cmds,
+        airflow_cmds,
         cluster_cmds,
+        health_cmds,
         job_cmds,
+        restart_cmds,
         savepoint_cmds,
+        scale_cmds,
         sim_cmds,
         stack_cmds,
         upgrade_cmds,
@@ -37,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     stack_cmds.register(sub)
     savepoint_cmds.register(sub)
     upgrade_cmds.register(sub)
+    health_cmds.register(sub)
+    airflow_cmds.register(sub)
+    agent_cmds.register(sub)
+    scale_cmds.register(sub)
+    restart_cmds.register(sub)
     return parser
 
 

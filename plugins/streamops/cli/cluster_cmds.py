@@ -93,6 +93,12 @@ def register(sub: Any) -> None:
                         help="kill it at once instead of decommissioning it first")
     remove.set_defaults(handler=run_remove_worker)
 
+    restart = verbs.add_parser(
+        "restart", help="graceful full restart switching the jar release: savepoint every "
+        "job with cancel, stop, switch, start, restore (rolled back on failure)")
+    restart.add_argument("--release", required=True, help="jar release to switch to, e.g. r2")
+    restart.set_defaults(handler=run_restart)
+
 
 def run_start(args: argparse.Namespace, settings: Settings) -> int:
     print_status(local_cluster(settings).start(workers=args.workers))
@@ -121,4 +127,14 @@ def run_remove_worker(args: argparse.Namespace, settings: Settings) -> int:
     cluster = local_cluster(settings)
     cluster.remove_worker(args.name, graceful=not args.force)
     print_status(cluster.status())
+    return 0
+
+
+def run_restart(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.cluster_restart import restart
+
+    intent = restart(settings, args.release)
+    print(f"cluster restarted on jar release {intent.release_to} (was "
+          f"{intent.release_from or 'none'}); jobs restored: "
+          f"{', '.join(intent.restored) or 'none'}")
     return 0

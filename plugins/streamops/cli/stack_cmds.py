@@ -23,6 +23,7 @@ def register(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=20.0, help="pings/s of each simulator")
     p.add_argument("--vehicles", type=int, default=50, help="vehicles of each simulator")
     p.add_argument("--wait", type=float, default=300.0, help="seconds to wait for health")
+    p.add_argument("--no-airflow", action="store_true", help="do not start the embedded Airflow")
     p.set_defaults(handler=cmd_up)
 
     p = sub.add_parser("down", help="cancel jobs, stop the simulators and the local cluster")
@@ -41,10 +42,11 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 
     opts = StackOptions(
         spec=Path(args.spec), beta_port=args.beta_port, rate=args.rate,
-        vehicles=args.vehicles, wait=args.wait,
+        vehicles=args.vehicles, wait=args.wait, airflow=not args.no_airflow,
     )  # fmt: skip
     up(settings, opts)
     layout = settings.layout
+    airflow = "" if args.no_airflow else _airflow_lines(settings)
     console.print(
         "\n[bold green]fleet-pings is running.[/]\n"
         f"  Spark master UI   {settings.webui_url}\n"
@@ -53,9 +55,18 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         f"  vehicles table    {layout.default_store_url}  (`streamops vehicles`)\n"
         f"  job status        {layout.status_file('fleet-pings')}  (`streamops jobs`)\n"
         f"  logs              {layout.logs_dir}, drivers under {layout.cluster_dir / 'work'}\n"
+        f"{airflow}"
+        "  health            `streamops health`, history `streamops health --history`\n"
         "  stop everything   `streamops down`"
     )
     return 0
+
+
+def _airflow_lines(settings: Settings) -> str:
+    from streamops.airflow_stack import AirflowStack
+    from streamops.cli.airflow_cmds import login_lines
+
+    return login_lines(AirflowStack(settings)) + "\n"
 
 
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:

@@ -40,6 +40,12 @@ def register(sub: Any) -> None:
         if verb == "upgrade":
             p.add_argument("--savepoint", help="savepoint name (default: generated)")
             p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
+            p.add_argument(
+                "--warm",
+                action="store_true",
+                help="start the new version as a warm standby before stopping the old one "
+                "(shorter gap; needs a free core for its driver)",
+            )
         p.set_defaults(handler=fn)
 
 
@@ -79,7 +85,7 @@ def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
     outcome = upgrade(settings, args.job, load_spec(args.spec),
                       allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,
-                      health_timeout=args.timeout)  # fmt: skip
+                      health_timeout=args.timeout, warm=args.warm)  # fmt: skip
     console.print(
         f"job [bold]{outcome.job}[/] upgraded v{outcome.from_version} → v{outcome.to_version} "
         f"from savepoint {outcome.savepoint} (savepoint {outcome.savepoint_s}s, "

@@ -5,10 +5,13 @@
 - :class:`MasterClient` talks to a master's JSON and REST submission API;
 - :func:`check_spark_install` makes sure the installed pyspark has matching jars.
 
-Nothing here imports pyspark.
+Nothing here imports pyspark. ``LocalCluster`` is imported on first use: it drives the node
+agents (:mod:`streamops.agent`), which themselves use the daemon code of this package.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from streamops.cluster.client import (
     AppInfo,
@@ -19,10 +22,18 @@ from streamops.cluster.client import (
     WorkerInfo,
     submission_request,
 )
-from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall, check_spark_install, find_spark_home
 from streamops.cluster.status import ClusterStatus, WorkerStatus
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LocalCluster":
+        from streamops.cluster.local import LocalCluster
+
+        return LocalCluster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AppInfo",

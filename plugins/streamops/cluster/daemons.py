@@ -119,9 +119,13 @@ def base_env(settings: Settings, profile: ClusterProfile, install: SparkInstall)
     return {
         "SPARK_HOME": str(install.home),
         "SPARK_CONF_DIR": str(settings.config_dir / "spark"),
-        "SPARK_LOCAL_IP": settings.master_host,
+        "SPARK_LOCAL_IP": settings.local_host,
         "SPARK_DAEMON_MEMORY": profile.daemon_memory,
         "PYSPARK_PYTHON": settings.python,
+        # The cluster's extra classpath: Spark's launcher appends SPARK_DIST_CLASSPATH to the
+        # classpath of every JVM it builds, so drivers and executors a worker launches load
+        # the active jar release (whichever way they were submitted: REST or spark-submit).
+        "SPARK_DIST_CLASSPATH": f"{settings.layout.active_release_link}/*",
         CLUSTER_MARKER: str(settings.layout.root),
     }
 
@@ -148,7 +152,7 @@ def worker_spec(
     check_name("worker", name)
     argv = (
         str(install.spark_class), WORKER_CLASS,
-        "--host", settings.master_host,
+        "--host", settings.local_host,
         "--cores", str(profile.worker_cores),
         "--memory", profile.worker_memory,
         "--work-dir", str(settings.layout.worker_dir(name)),
@@ -280,7 +284,7 @@ def cmdline_matches(cmdline: list[str], cmd: list[str]) -> bool:
     return bool(tail) and len(cmdline) >= len(tail) and cmdline[-len(tail):] == tail
 
 
-def _reap(pid: int) -> None:
+def reap(pid: int) -> None:
     proc = _CHILDREN.get(pid)
     if proc is not None and proc.poll() is not None:
         del _CHILDREN[pid]
@@ -288,7 +292,7 @@ def _reap(pid: int) -> None:
 
 def is_running(record: PidRecord) -> bool:
     """True if the pid of ``record`` is still the daemon it names (not gone, not reused)."""
-    _reap(record.pid)
+    reap(record.pid)
     return cmdline_matches(read_cmdline(record.pid), record.cmd)
 
 
@@ -373,7 +377,7 @@ def _wait_gone(pids: Iterable[int], timeout: float) -> set[int]:
     left = set(pids)
     while True:
         for pid in list(left):
-            _reap(pid)
+            reap(pid)
             if not pid_alive(pid):
                 left.discard(pid)
         if not left or time.monotonic() >= deadline:
@@ -417,4 +421,4 @@ def stop_daemons(records: list[PidRecord], timeout: float) -> None:
         if killed:
             log.info("killed %s process(es) left in the group of %s: %s",
                      len(killed), record.name, killed)
-        _reap(record.pid)
+        reap(record.pid)

@@ -1,77 +1,40 @@
-"""The embedded local Spark standalone cluster: one master and N workers on this machine.
+"""The embedded local Spark standalone cluster: one master and N workers on this machine,
+each node driven through its own node agent.
 
-Observe (pid files + the master's JSON) → act (launch, signal) → wait until the master
-confirms. Every public verb is safe to repeat: ``start`` reports daemons that already run,
-``stop`` with nothing running does nothing. Verbs that change the cluster hold a file lock
-under ``<state>/cluster/pids`` so two terminals cannot start the same daemon twice.
+``start`` launches one agent per node (the master, ``worker-1..max_workers``; spare worker
+agents stay idle until a scale-up starts their worker), makes the profile's jar release
+active if none is, then asks the master's agent and each wanted worker's agent to start
+their daemon. ``stop`` asks the agents to stop the workers, then the master, then ends the
+agents; nothing started under the state root is left running. Every verb is safe to repeat.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import re
-import signal
-import socket
-import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from pathlib import Path
-from typing import TypeVar
+from concurrent.futures import ThreadPoolExecutor
 
+from streamops.agent import launcher
+from streamops.agent.registry import AgentRecord, Agents, node_order
 from streamops.cluster import daemons
-from streamops.cluster.client import MasterClient, WorkerInfo
+from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME, PidRecord
+from streamops.cluster.node import NodeDaemons, port_is_free, wait_for
 from streamops.cluster.profile import ClusterProfile
-from streamops.cluster.spark_home import SparkInstall, check_spark_install
-from streamops.cluster.status import (
-    ClusterStatus,
-    build_status,
-    match_worker,
-    tail,
-    worker_sort_key,
-)
-from streamops.exceptions import ClusterNotRunning, ProcessError
-from streamops.locks import file_lock
+from streamops.cluster.spark_home import SparkInstall
+from streamops.cluster.status import ClusterStatus, worker_sort_key
+from streamops.exceptions import AgentError, ClusterNotRunning, ProcessError
+from streamops.layout import write_json_atomic
 from streamops.names import check_name
+from streamops.releases import ReleaseStore
 from streamops.settings import Settings
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-POLL_INTERVAL = 0.5
-_WORKER_ADDRESS = re.compile(r"Starting Spark worker (\S+):(\d+) with")
-
-
-def port_is_free(host: str, port: int) -> bool:
-    """True if nothing listens on ``host:port`` (bound the way Spark binds, SO_REUSEADDR)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def wait_for(check: Callable[[], T | None], timeout: float, on_timeout: Callable[[], str]) -> T:
-    """Poll ``check`` until it returns a value; raise ``ProcessError(on_timeout())`` after."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result is not None:
-            return result
-        if time.monotonic() >= deadline:
-            raise ProcessError(on_timeout())
-        time.sleep(POLL_INTERVAL)
-
-
-def _log_excerpt(record: PidRecord) -> str:
-    return f"last lines of {record.log}:\n{tail(Path(record.log), 20, record.log_offset)}"
+__all__ = ["LocalCluster", "port_is_free", "wait_for"]
 
 
 class LocalCluster:
-    """Start, stop, scale and inspect the local cluster of one state root."""
+    """Start, stop, scale and inspect the local cluster of one state root (via its agents)."""
 
     def __init__(
         self,
@@ -84,299 +47,136 @@ class LocalCluster:
         self.profile = profile
         self.layout = settings.layout
         self.client = client or MasterClient(settings)
-        self._spark = install
+        self.node_daemons = NodeDaemons(settings, profile, install, self.client)
+        self.agents = Agents(settings, timeout=profile.start_timeout
+                             + profile.decommission_timeout + 60)
 
     # --- observe ---------------------------------------------------------------------
     def install(self) -> SparkInstall:
-        if self._spark is None:
-            self._spark = check_spark_install()
-        return self._spark
+        return self.node_daemons.install()
 
     def daemons(self) -> dict[str, PidRecord]:
-        """Running daemons by name. Stale pid files are removed and what their dead daemon
-        left in its process group is killed."""
-        live: dict[str, PidRecord] = {}
-        for name in daemons.pid_file_names(self.layout):
-            record = daemons.read_pid_file(self.layout, name)
-            if record is not None and daemons.is_running(record):
-                live[name] = record
-                continue
-            if record is not None:
-                log.info("%s (pid %s) is no longer running; removing its pid file", name,
-                         record.pid)
-                daemons.stop_daemons([record], timeout=0)
-            daemons.remove_pid_file(self.layout, name)
-        return live
+        """Running daemons by name (from their pid files)."""
+        return self.node_daemons.daemons()
 
     def status(self) -> ClusterStatus:
-        records = self.daemons()
+        return self.node_daemons.status()
+
+    def nodes(self, workers: int | None = None) -> list[str]:
+        """The master and every worker node that gets an agent."""
+        count = max(self.profile.max_workers, self.profile.workers, workers or 0)
+        return [MASTER_NAME, *(daemons.worker_name(i) for i in range(1, count + 1))]
+
+    # --- agents ----------------------------------------------------------------------
+    def start_agents(self, nodes: list[str]) -> dict[str, AgentRecord]:
+        """Start the agent of each node unless it runs (in parallel), sized by this
+        cluster's profile (``<state>/cluster/profile.json``)."""
+        write_json_atomic(self.layout.agent_profile_file, self.profile.model_dump(mode="json"))
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            started = list(pool.map(
+                lambda n: launcher.start_agent(self.settings, n, self.settings.master_host),
+                nodes))
+        return {r.node: r for r in started}
+
+    def stop_agents(self) -> list[str]:
+        found = self.agents.records()
+        for record in found.values():
+            launcher.stop_agent(self.settings, record)
+        return sorted(found, key=node_order)
+
+    def _activate_default_release(self) -> None:
+        wanted = self.profile.jar_release
+        store = ReleaseStore(self.settings)
+        if not wanted or store.active() is not None:
+            return
         try:
-            state = self.client.state()
-        except ClusterNotRunning:
-            state = None
-        return build_status(self.settings, records, state)
+            self.agents.master().switch_release(MASTER_NAME, wanted)
+        except AgentError as exc:
+            if exc.status != 404:
+                raise
+            log.warning("no jar release is active and %s", exc)
 
     # --- act -------------------------------------------------------------------------
-    def _locked(self) -> AbstractContextManager[None]:
-        return file_lock(self.layout.cluster_dir / "pids" / ".lock")
-
     def start(self, workers: int | None = None) -> ClusterStatus:
-        """Start the master and ``worker-1..N`` (default: the profile's ``workers``) unless
-        they run already; return once the master answers and each of them is ALIVE (after a
-        master restart, running workers re-register while the master is RECOVERING)."""
+        """Start the agents, the master and ``worker-1..N`` (default: the profile's
+        ``workers``) unless they run; return once each is ALIVE in the master."""
         count = self.profile.workers if workers is None else workers
         if count < 0:
             raise ProcessError(f"cannot start {count} workers; give 0 or more")
-        with self._locked():
-            install = self.install()
-            live = self.daemons()
-            master = live.get(MASTER_NAME)
-            if master is not None:
-                log.info("master already running (pid %s) at %s", master.pid,
-                         self.settings.master_url)
-            else:
-                master = self._launch_master(install)
-            self._wait_master(master)
-            expected = []
-            for index in range(1, count + 1):
-                name = daemons.worker_name(index)
-                if name in live:
-                    log.info("%s already running (pid %s)", name, live[name].pid)
-                    expected.append(live[name])
-                else:
-                    port = self.profile.worker_webui_port(index)
-                    expected.append(self._launch_worker(install, name, port))
-            self._wait_workers(expected)
+        self.install()
+        self.start_agents(self.nodes(count))
+        self._activate_default_release()
+        self.agents.master().start(MASTER_NAME)
+        wanted = [daemons.worker_name(i) for i in range(1, count + 1)]
+        with ThreadPoolExecutor(max_workers=max(1, len(wanted))) as pool:
+            list(pool.map(lambda n: self.agents.client(n).start(n), wanted))
         status = self.status()
-        log.info("cluster up: master %s, %s alive worker(s)", status.master_url,
-                 len(status.alive_workers))
+        log.info("cluster up: master %s, %s alive worker(s), jar release %s",
+                 status.master_url, len(status.alive_workers),
+                 ReleaseStore(self.settings).active() or "none")
         return status
 
-    def _launch_master(self, install: SparkInstall) -> PidRecord:
-        s = self.settings
-        for what, port, env in (("RPC", s.master_port, "STREAMOPS_MASTER_PORT"),
-                                ("web UI", s.master_webui_port, "STREAMOPS_MASTER_WEBUI_PORT"),
-                                ("REST", s.rest_port, "STREAMOPS_REST_PORT")):
-            if not port_is_free(s.master_host, port):
-                raise ProcessError(
-                    f"cannot start the master: {what} port {s.master_host}:{port} is in use by "
-                    f"another program (another cluster?); stop it or set {env}"
-                )
-        spec = daemons.master_spec(s, self.profile, install)
-        self.layout.recovery_dir.mkdir(parents=True, exist_ok=True)
-        record = daemons.launch(spec)
-        daemons.write_pid_file(self.layout, record)
-        log.info("started master (pid %s) at %s, web UI %s, REST %s; log %s", record.pid,
-                 s.master_url, s.webui_url, s.rest_url, record.log)
-        return record
-
-    def _launch_worker(self, install: SparkInstall, name: str, webui_port: int) -> PidRecord:
-        if webui_port and not port_is_free(self.settings.master_host, webui_port):
-            raise ProcessError(
-                f"cannot start {name}: web UI port {webui_port} is in use by another program; "
-                "free it, change worker_webui_port_base in config/cluster/local.yaml, or set "
-                "it to 0 to let Spark pick"
-            )
-        spec = daemons.worker_spec(self.settings, self.profile, install, name, webui_port)
-        self.layout.worker_dir(name).mkdir(parents=True, exist_ok=True)
-        record = daemons.launch(spec)
-        daemons.write_pid_file(self.layout, record)
-        log.info("started %s (pid %s, %s cores, %s, web UI port %s); log %s", name, record.pid,
-                 self.profile.worker_cores, self.profile.worker_memory, webui_port or "auto",
-                 record.log)
-        return record
-
-    def _wait_master(self, record: PidRecord) -> None:
-        log.info("waiting for the master to answer at %s/json/", self.settings.webui_url)
-
-        def answered() -> str | None:
-            if not daemons.is_running(record):
-                raise ProcessError(f"the master exited during start; {_log_excerpt(record)}")
-            try:
-                state = self.client.state()
-            except ClusterNotRunning:
-                return None
-            if state.get("url") != self.settings.master_url:
-                raise ProcessError(
-                    f"{self.settings.webui_url} is the UI of another master "
-                    f"({state.get('url')}); set STREAMOPS_MASTER_WEBUI_PORT to a free port"
-                )
-            status = str(state.get("status"))
-            return None if status == "STANDBY" else status  # not leader yet
-
-        status = wait_for(answered, self.profile.start_timeout, lambda: (
-            f"the master did not answer at {self.settings.webui_url}/json/ within "
-            f"{self.profile.start_timeout:.0f}s; {_log_excerpt(record)}"))
-        log.info("master answers at %s (status %s)", self.settings.webui_url, status)
-
-    def _wait_workers(self, records: list[PidRecord]) -> None:
-        pending = {r.name: r for r in records}
-        if pending:
-            log.info("waiting for %s to be ALIVE in the master", ", ".join(pending))
-
-        def registered() -> bool | None:
-            for name, record in list(pending.items()):
-                if not daemons.is_running(record):
-                    raise ProcessError(f"{name} exited during start; {_log_excerpt(record)}")
-            entries = [WorkerInfo.from_json(w) for w in self.client.state().get("workers", [])]
-            for name, record in list(pending.items()):
-                entry = match_worker(record, entries)
-                if entry is not None and entry.state == "ALIVE":
-                    log.info("%s is ALIVE as %s", name, entry.id)
-                    del pending[name]
-            return True if not pending else None
-
-        wait_for(registered, self.profile.start_timeout, lambda: (
-            f"{', '.join(pending)} not ALIVE in the master after "
-            f"{self.profile.start_timeout:.0f}s; "
-            + "; ".join(_log_excerpt(r) for r in pending.values())))
-
     def stop(self) -> list[str]:
-        """Stop the workers, then the master; nothing of this cluster is left running."""
-        with self._locked():
-            live = self.daemons()
-            workers = sorted((r for r in live.values() if r.kind == "worker"),
-                             key=lambda r: worker_sort_key(r.name))
-            if workers:
-                log.info("stopping %s worker(s): %s", len(workers),
-                         ", ".join(r.name for r in workers))
-                self._stop_workers(workers)
-            master = live.get(MASTER_NAME)
-            if master is not None:
-                daemons.stop_daemons([master], self.profile.stop_timeout)
-                self._sweep(MASTER_NAME)
-                daemons.remove_pid_file(self.layout, MASTER_NAME)
-                log.info("master stopped")
-            strays = daemons.sweep(self.layout.root)
-            if strays:
-                log.warning("ended %s stray process(es) of this cluster: %s", len(strays), strays)
-            if not live:
-                log.info("no daemon of the cluster at %s is running", self.layout.root)
+        """Stop the workers, then the master (through their agents), then the agents."""
+        live = self.daemons()
+        workers = sorted((n for n, r in live.items() if r.kind == "worker"), key=worker_sort_key)
+        if workers:
+            log.info("stopping %s worker(s): %s", len(workers), ", ".join(workers))
+        for name in [*workers, *([MASTER_NAME] if MASTER_NAME in live else [])]:
+            self._stop_node(name)
+        agents = self.stop_agents()
+        if agents:
+            log.info("stopped %s agent(s): %s", len(agents), ", ".join(agents))
+        strays = daemons.sweep(self.layout.root)
+        if strays:
+            log.warning("ended %s stray process(es) of this cluster: %s", len(strays), strays)
+        if not live:
+            log.info("no daemon of the cluster at %s is running", self.layout.root)
         return sorted(live, key=worker_sort_key)
 
-    def _stop_workers(self, records: list[PidRecord], kill: bool = False) -> None:
-        """Stop workers and wait (briefly) until the master no longer counts them ALIVE,
-        so a master stopped next does not keep them in its recovery state."""
-        ids = self._registered_ids(records)
-        if kill:
-            for record in records:
-                log.info("killing %s (pid %s) and its process group", record.name, record.pid)
-                daemons.kill_group(record.pgid)
-        else:
-            daemons.stop_daemons(records, self.profile.stop_timeout)
-        for record in records:
-            self._sweep(record.name)
-            daemons.remove_pid_file(self.layout, record.name)
-            log.info("%s stopped", record.name)
-        if ids:
-            try:
-                wait_for(lambda: None if self._registered_ids(records, ids) else True,
-                         self.profile.stop_timeout,
-                         lambda: f"the master still lists {sorted(ids)} after they stopped")
-            except ProcessError as exc:
-                log.warning("%s; it will drop them after spark.worker.timeout", exc)
-
-    def _sweep(self, name: str) -> None:
-        ended = daemons.sweep(self.layout.root, name)
-        if ended:
-            log.info("ended %s process(es) of %s outside its process group (Python workers): "
-                     "%s", len(ended), name, ended)
-
-    def _registered_ids(self, records: list[PidRecord], among: set[str] | None = None
-                        ) -> set[str]:
-        """Ids under which the master lists ``records`` as ALIVE or DECOMMISSIONED."""
+    def _stop_node(self, name: str) -> None:
         try:
-            entries = [WorkerInfo.from_json(w) for w in self.client.state().get("workers", [])]
-        except ClusterNotRunning:
-            return set()
-        if among is not None:
-            return {e.id for e in entries if e.id in among and e.state != "DEAD"}
-        found = (match_worker(r, entries) for r in records)
-        return {e.id for e in found if e is not None and e.state != "DEAD"}
+            self.agents.client(name).stop(name)
+        except AgentError as exc:
+            log.warning("the agent of %s cannot stop it (%s); stopping it directly", name, exc)
+            self.node_daemons.stop_daemon(name)
 
     def add_worker(self, name: str | None = None) -> str:
-        """Start one more worker (next free ``worker-<i>`` unless named); return its name."""
-        with self._locked():
-            install = self.install()
-            live = self.daemons()
-            if MASTER_NAME not in live and not self.client.is_alive():
-                raise ClusterNotRunning(
-                    f"no master at {self.settings.webui_url}; run `streamops cluster start` "
-                    "before adding workers"
-                )
-            name, port = self._next_worker(live, name)
-            record = self._launch_worker(install, name, port)
-            self._wait_workers([record])
-        return name
+        """Start one more worker (next free ``worker-<i>`` unless named); return its name.
 
-    def _next_worker(self, live: dict[str, PidRecord], name: str | None) -> tuple[str, int]:
+        A node without an agent gets one first (the embedded default runs every agent)."""
+        if MASTER_NAME not in self.daemons() and not self.client.is_alive():
+            raise ClusterNotRunning(
+                f"no master at {self.settings.webui_url}; run `streamops cluster start` "
+                "before adding workers"
+            )
+        live = self.daemons()
         if name is None:
             index = 1
             while daemons.worker_name(index) in live:
                 index += 1
-            return daemons.worker_name(index), self.profile.worker_webui_port(index)
+            name = daemons.worker_name(index)
         check_name("worker", name)
         if name == MASTER_NAME or name in live:
             raise ProcessError(f"{name} is already running; pick another name or omit it")
-        index = daemons.worker_index(name)
-        if index is not None or self.profile.worker_webui_port_base == 0:
-            return name, self.profile.worker_webui_port(index) if index else 0
-        used = {r.ports.get("webui") for r in live.values()}
-        port = self.profile.worker_webui_port_base
-        while port in used or not port_is_free(self.settings.master_host, port):
-            port += 1
-        return name, port
+        self.start_agents([name])
+        self.agents.client(name).start(name)
+        return name
 
     def remove_worker(self, name: str, graceful: bool = True) -> None:
-        """Remove one worker: decommission it (SIGPWR) and wait until the master marks it
-        DECOMMISSIONED and its executors are gone, then stop it; ``graceful=False`` kills
-        it and its process group at once."""
-        with self._locked():
-            live = self.daemons()
-            record = live.get(name)
-            if record is None or record.kind != "worker":
-                running = ", ".join(sorted((n for n, r in live.items() if r.kind == "worker"),
-                                           key=worker_sort_key))
-                raise ProcessError(
-                    f"no running worker named {name!r} (running: {running or 'none'}); "
-                    "see `streamops cluster status`"
-                )
-            if not graceful:
-                self._stop_workers([record], kill=True)
-                return
-            drivers = self._decommission(record)
-            if drivers:
-                log.warning(
-                    "%s still runs driver(s) %s; killing it so the master relaunches "
-                    "supervised drivers on the other workers (a clean stop would end them "
-                    "as KILLED)", name, ", ".join(drivers))
-            self._stop_workers([record], kill=bool(drivers))
-
-    def _decommission(self, record: PidRecord) -> list[str]:
-        """SIGPWR a worker and wait until it is drained; return the drivers it still runs."""
-        hint = "retry, or remove it with --force"
-        try:
-            entry = match_worker(record, self.client.workers())
-        except ClusterNotRunning as exc:
-            raise ProcessError(f"cannot decommission {record.name}: {exc}; or {hint}") from exc
-        if entry is None or entry.state == "DEAD":
-            raise ProcessError(f"{record.name} is not registered with the master; {hint}")
-        timeout = self.profile.decommission_timeout
-        if entry.state != "DECOMMISSIONED":
-            log.info("decommissioning %s (%s) with SIGPWR", record.name, entry.id)
-            os.kill(record.pid, signal.SIGPWR)
-
-        def decommissioned() -> WorkerInfo | None:
-            found = match_worker(record, self.client.workers())
-            return found if found is None or found.state != "ALIVE" else None
-
-        wait_for(decommissioned, timeout, lambda: (
-            f"{record.name} is still ALIVE {timeout:.0f}s after SIGPWR; {hint}"))
-        log.info("%s is DECOMMISSIONED; waiting for its executors to exit", record.name)
-
-        def drained() -> bool | None:
-            return None if self.client.worker_state(entry.webuiaddress).get("executors") else True
-
-        wait_for(drained, timeout, lambda: (
-            f"{record.name} still runs executors {timeout:.0f}s after decommission; {hint}"))
-        return [d.id for d in self.client.active_drivers() if d.worker == entry.id]
+        """Remove one worker through its agent: graceful decommission (SIGPWR, drain, stop),
+        or with ``graceful=False`` kill it and its process group at once."""
+        live = self.daemons()
+        record = live.get(name)
+        if record is None or record.kind != "worker":
+            running = ", ".join(sorted((n for n, r in live.items() if r.kind == "worker"),
+                                       key=worker_sort_key))
+            raise ProcessError(
+                f"no running worker named {name!r} (running: {running or 'none'}); "
+                "see `streamops cluster status`"
+            )
+        agent = self.agents.client(name)
+        if graceful:
+            agent.decommission(name)
+        else:
+            agent.kill(name)

@@ -29,6 +29,13 @@ class ClusterProfile(BaseModel):
     worker_memory: str = Field(
         default="4g", pattern=MEMORY_PATTERN, description="memory each worker offers (e.g. 4g)"
     )
+    max_workers: int = Field(
+        default=3, ge=0, le=64,
+        description="worker nodes that get an agent (spares idle until a scale-up starts them)",
+    )
+    jar_release: str | None = Field(
+        default="r1", description="jar release activated at first start if none is active"
+    )
     daemon_memory: str = Field(
         default="512m", pattern=MEMORY_PATTERN, description="heap of the master/worker JVMs"
     )

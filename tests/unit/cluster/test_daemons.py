@@ -275,3 +275,17 @@ def _wait(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+def test_a_node_host_moves_the_worker_not_the_master(
+    settings: Settings, install: SparkInstall
+) -> None:
+    """On a multi-host deployment (compose) a worker binds to its own name."""
+    on_node = settings.model_copy(update={"node_host": "spark-worker-3"})
+    worker = daemons.worker_spec(on_node, PROFILE, install, "worker-3", 0)
+    assert worker.argv[worker.argv.index("--host") + 1] == "spark-worker-3"
+    assert worker.env["SPARK_LOCAL_IP"] == "spark-worker-3"
+    assert worker.argv[-1] == settings.master_url
+    master = daemons.master_spec(on_node, PROFILE, install)
+    assert master.argv[master.argv.index("--host") + 1] == settings.master_host
+    assert settings.local_host == settings.master_host  # default: everything on one host

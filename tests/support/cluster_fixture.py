@@ -1,12 +1,16 @@
 """One real Spark standalone cluster (master + 2 workers) per test session, on free ports.
 
-Every integration test shares it; teardown stops it and fails if any process started under
-its state root survives.
+Started the embedded way: one node agent per node (master, worker-1..3; worker-3's agent is
+a spare, idle until a scale-up starts its worker), each asked to start its daemon; jar
+release r1 active. Teardown stops daemons and agents.
+
+Every test that needs a cluster (integration, DAG runs, e2e) shares it; teardown stops it and
+fails if any process started under its state root survives. A test that changes the cluster
+(scale, restart) leaves it as it found it: master + 2 workers, running.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,8 +21,6 @@ from streamops.cluster.daemons import processes_with_marker
 from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.settings import Settings
-
-log = logging.getLogger("tests.integration")
 
 
 @pytest.fixture(scope="session")
@@ -34,11 +36,12 @@ def spark_cluster(
         rest_port=free_port(),
     )
     profile = ClusterProfile.from_mapping(
-        {"workers": 2, "worker_cores": 2, "worker_memory": "3g", "worker_webui_port_base": 0}
+        {"workers": 2, "max_workers": 3, "worker_cores": 2, "worker_memory": "3g",
+         "worker_webui_port_base": 0, "jar_release": "r1"}
     )
     cluster = LocalCluster(settings, profile)
-    cluster.start()
     try:
+        cluster.start()  # inside: a failed start still stops what it started (agents too)
         yield ClusterHandle(settings, cluster)
     finally:
         cluster.stop()

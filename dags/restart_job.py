@@ -1,0 +1,100 @@
+"""
+# restart_job
+
+Restart a job by hand, in one of two modes:
+
+- **savepoint** (graceful): savepoint with cancel → start the same spec from it → wait
+  healthy. The job resumes exactly at the savepoint.
+- **last-checkpoint** (for a job too sick to savepoint): cancel it (or find it dead) →
+  resubmit the same spec → wait healthy. Its stages resume from their own checkpoints; the
+  sinks are keyed, so a replayed batch changes nothing.
+
+"The same spec" is the spec of the job's last submission. Intent is recorded in
+`jobs/<job>/restart.json` before each destructive step.
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import Param, dag, task
+
+from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.job_groups import (
+    HEALTH_TIMEOUT,
+    savepoint_with_cancel,
+    start_same_version,
+    verify,
+)
+from streamops_airflow.sensors import JobHealthySensor
+
+
+@dag(
+    doc_md=__doc__,
+    **manual_dag("jobs", "restart"),
+    params={
+        "job": Param("fleet-pings", type="string", minLength=1, title="Job",
+                     description="name of the job to restart"),
+        "mode": Param("savepoint", type="string", enum=["savepoint", "last-checkpoint"],
+                      title="Mode", description="savepoint: graceful; last-checkpoint: for a "
+                      "job too sick to savepoint (or already dead)"),
+    },  # fmt: skip
+)
+def restart_job() -> None:
+    @task(multiple_outputs=True)
+    def validate(params: dict | None = None) -> dict:
+        from streamops.exceptions import StreamopsError
+        from streamops.restart import check_mode, restart_savepoint_name
+        from streamops_airflow import params as checks
+        from streamops_airflow.exceptions import ParamError
+        from streamops_airflow.hooks import SparkStandaloneHook
+
+        params = params or {}
+        job = checks.known_job(params, "job", SparkStandaloneHook().settings)
+        try:
+            mode = check_mode(str(checks.require(params, "mode")))
+        except StreamopsError as exc:
+            raise ParamError("mode", str(exc)) from exc
+        return {"job": job, "mode": mode, "savepoint": restart_savepoint_name(job)}
+
+    @task.branch
+    def choose(ctx: dict) -> str:
+        if ctx["mode"] == "savepoint":
+            return "savepoint_with_cancel.request"
+        return "stop"
+
+    @task(retries=0)
+    def stop(ctx: dict) -> str | None:
+        """Cancel the job if it still runs (no savepoint); nothing to do if it is dead."""
+        from streamops.restart import stop_for_restart
+        from streamops_airflow.hooks import SparkStandaloneHook
+
+        return stop_for_restart(SparkStandaloneHook().settings, ctx["job"])
+
+    @task
+    def resubmit(ctx: dict) -> str:
+        """Submit the last spec again; it resumes from its checkpoints."""
+        from airflow.sdk import get_current_context
+
+        from streamops.restart import resubmit as resubmit_job
+        from streamops_airflow.hooks import SparkStandaloneHook
+        from streamops_airflow.operators import run_owner
+
+        owner = run_owner(get_current_context())
+        return resubmit_job(SparkStandaloneHook().settings, ctx["job"], owner=owner)
+
+    ctx = validate()
+    branch = choose(ctx)
+
+    graceful = savepoint_with_cancel(ctx, procedure="restart")
+    started = start_same_version(ctx)
+    branch >> graceful >> started
+    verify(ctx, started, procedure="restart")
+
+    resubmitted = resubmit(ctx)
+    branch >> stop(ctx) >> resubmitted
+    JobHealthySensor(
+        task_id="wait_healthy", job=ctx["job"], since_driver=resubmitted, deferrable=True,
+        timeout=HEALTH_TIMEOUT, retries=0,
+    )  # fmt: skip
+
+
+restart_job()

@@ -1,0 +1,129 @@
+"""
+# rolling_scale
+
+Scale the Spark workers while the jobs keep running, every cluster step through the node
+agents. Give **either** a target worker count **or** a worker node to add or remove:
+
+1. **validate**: exactly one of `workers` (≥ 1), `add`, `remove`; the node has an agent;
+2. **mark_batches**: each running job's last committed batch, per stage;
+3. **change_workers**: start idle workers (spare agents) or gracefully decommission workers
+   (SIGPWR: executors drain, then stop), one at a time, preferring workers without a driver;
+4. **confirm_in_master**: the master lists exactly the expected ALIVE workers;
+5. **verify_batches_continue**: every job committed new batches after the change;
+6. **rebalance**: a job granted fewer cores than it asks for while cores are free is
+   restarted from a fresh savepoint so it uses the new workers (usually nothing to do).
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import Param, dag, task
+
+from streamops_airflow.cluster_groups import ops_settings
+from streamops_airflow.dag_defaults import manual_dag
+
+
+@dag(
+    doc_md=__doc__,
+    **manual_dag("cluster", "scale", retry_delay_s=15),
+    params={
+        "workers": Param(None, type=["null", "integer"], title="Target workers",
+                         description="number of ALIVE workers wanted (1 or more); leave empty "
+                         "to add or remove one named worker instead"),
+        "add": Param(None, type=["null", "string"], title="Add worker",
+                     description="worker node to start, e.g. worker-3 (its agent must run)"),
+        "remove": Param(None, type=["null", "string"], title="Remove worker",
+                        description="worker node to decommission gracefully, e.g. worker-3"),
+        "verify_timeout": Param(300, type="integer", minimum=30, title="Verify timeout (s)",
+                                description="how long the jobs get to commit new batches"),
+    },  # fmt: skip
+)
+def rolling_scale() -> None:
+    @task(retries=0)
+    def validate(params: dict | None = None) -> dict:
+        from streamops.agent.registry import Agents
+        from streamops_airflow import params as checks
+        from streamops_airflow.exceptions import ParamError
+
+        params = params or {}
+        given = [k for k in ("workers", "add", "remove") if params.get(k) not in (None, "")]
+        if len(given) != 1:
+            raise ParamError("workers", "give exactly one of workers, add, remove (got "
+                             f"{', '.join(given) or 'none'})")
+        action = given[0]
+        known = Agents(ops_settings()).workers()
+        if action == "workers":
+            count = checks.positive_int(params, "workers")
+            if count > len(known):
+                raise ParamError("workers", f"{count} workers wanted but only {len(known)} "
+                                 f"worker nodes have an agent ({', '.join(known) or 'none'})")
+            return {"action": action, "workers": count}
+        node = checks.safe_name(params, action)
+        if node not in known:
+            raise ParamError(action, f"no agent serves worker node '{node}' (worker nodes: "
+                             f"{', '.join(known) or 'none'})")
+        return {"action": action, "node": node}
+
+    @task
+    def mark_batches() -> dict:
+        from streamops import scale
+
+        return scale.batch_marks(ops_settings())
+
+    @task(retries=0)
+    def change_workers(plan: dict) -> int:
+        from streamops import scale
+
+        settings = ops_settings()
+        if plan["action"] == "workers":
+            result = scale.scale_to(settings, plan["workers"])
+        elif plan["action"] == "add":
+            result = scale.add_worker(settings, plan["node"])
+        else:
+            result = scale.remove_worker(settings, plan["node"])
+        print(result.summary())
+        return len(result.running)
+
+    @task
+    def confirm_in_master(expected: int) -> None:
+        from streamops import scale
+
+        scale.wait_alive_count(ops_settings(), expected)
+
+    @task
+    def verify_batches_continue(marks: dict, params: dict | None = None) -> dict:
+        from streamops import scale
+
+        timeout = float((params or {}).get("verify_timeout") or 300)
+        batches = scale.verify_batches_continue(ops_settings(), _marks(marks), timeout)
+        print(f"batches after the scale: {batches}")
+        return batches
+
+    @task
+    def rebalance() -> list[str]:
+        from streamops import scale
+
+        settings = ops_settings()
+        jobs = scale.rebalance_candidates(settings)
+        for job in jobs:
+            print(f"job {job} cannot use the free cores; restarting it from a savepoint")
+            scale.rebalance(settings, job)
+        if not jobs:
+            print("every job uses the cores it asks for; no rebalance needed")
+        return jobs
+
+    marks = mark_batches()
+    plan = validate()
+    plan >> marks
+    running = change_workers(plan)
+    marks >> running
+    confirmed = confirm_in_master(running)
+    confirmed >> verify_batches_continue(marks) >> rebalance()
+
+
+def _marks(raw: dict) -> dict:
+    """Batch marks back from XCom (JSON turned the (batch, time) tuples into lists)."""
+    return {job: {stage: tuple(mark) for stage, mark in stages.items()}
+            for job, stages in raw.items()}
+
+
+rolling_scale()

@@ -1,0 +1,91 @@
+"""
+# savepoint_and_upgrade
+
+Upgrade a running job to a new version without losing or double-counting events:
+
+1. **validate** the params;
+2. **plan**: compare the running stages with the new version's, by name (printed in the task
+   log). An incompatible plan fails the run here and the running job is untouched;
+3. **savepoint with cancel**: the job drains to a batch boundary, copies and verifies its
+   checkpoints, then stops;
+4. **start** the new version from the savepoint (restored stages keep their state, new ones
+   start at the savepoint's source positions);
+5. **verify**: wait until it is healthy. If it is not, **roll back**: the old version is
+   restarted from the same savepoint and the run fails with the reason.
+
+Each destructive step records its intent in `jobs/<job>/upgrade.json` first, so a retried
+task resumes instead of repeating harm.
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import Param, dag, task
+
+from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.job_groups import savepoint_with_cancel, start_new_version, verify
+
+
+@dag(
+    doc_md=__doc__,
+    **manual_dag("jobs", "upgrade"),
+    params={
+        "job": Param("fleet-pings", type="string", minLength=1, title="Job",
+                     description="name of the running job to upgrade"),
+        "spec": Param("fleet-pings-v2.yaml", type="string", minLength=1, title="New version",
+                      description="spec YAML of the new version (config/jobs/ or absolute)"),
+        "savepoint": Param("", type=["string", "null"], title="Savepoint name",
+                           description="name of the savepoint to take (empty: generated)"),
+        "allow_state_drop": Param(False, type="boolean", title="Allow state drop",
+                                  description="allow removing (or renaming) stateful stages"),
+    },  # fmt: skip
+)
+def savepoint_and_upgrade() -> None:
+    @task(multiple_outputs=True)
+    def validate(params: dict | None = None) -> dict:
+        from streamops_airflow import params as checks
+        from streamops_airflow.exceptions import ParamError
+        from streamops_airflow.hooks import SparkStandaloneHook
+
+        params = params or {}
+        settings = SparkStandaloneHook().settings
+        job = checks.known_job(params, "job", settings)
+        path, spec = checks.job_spec(params, "spec", settings)
+        if spec.name != job:
+            raise ParamError("spec", f"{path} is job {spec.name}, not a version of {job}")
+        return {
+            "job": job, "spec_path": str(path),
+            "savepoint": checks.new_savepoint_name(params, "savepoint", settings),
+            "allow_state_drop": bool(params.get("allow_state_drop")),
+        }  # fmt: skip
+
+    @task(multiple_outputs=True)
+    def plan(ctx: dict) -> dict:
+        """Dry run: nothing stops. The plan is printed; a refused plan fails the run here."""
+        from streamops.spec import load_spec
+        from streamops.upgrade import current_spec, default_savepoint_name, plan_upgrade
+        from streamops_airflow.exceptions import ProcedureFailed
+        from streamops_airflow.hooks import SparkStandaloneHook
+
+        settings = SparkStandaloneHook().settings
+        job, new = ctx["job"], load_spec(ctx["spec_path"])
+        upgrade_plan = plan_upgrade(settings, job, new, allow_state_drop=ctx["allow_state_drop"])
+        print(upgrade_plan.render())
+        if not upgrade_plan.allowed:
+            raise ProcedureFailed(
+                f"upgrade of {job} refused, nothing was stopped: {upgrade_plan.refusal}"
+            )
+        old = current_spec(settings, job)
+        return {
+            **ctx, "from_version": old.version, "to_version": new.version,
+            "savepoint": ctx["savepoint"] or default_savepoint_name(job, old.version, new.version),
+            "stages": [s.stage for s in upgrade_plan.stages if s.action.value != "DROPPED"],
+            "rollback_spec": old.model_dump(mode="json"),
+        }  # fmt: skip
+
+    ctx = plan(validate())
+    started = start_new_version(ctx)
+    savepoint_with_cancel(ctx, procedure="upgrade") >> started
+    verify(ctx, started, procedure="upgrade")
+
+
+savepoint_and_upgrade()

@@ -1,0 +1,67 @@
+"""CLI verbs ``airflow start|stop|status``: the embedded Airflow of the local stack."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from streamops.settings import Settings
+
+console = Console()
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("airflow", help="the embedded Airflow (api-server, scheduler, ...)")
+    verbs = p.add_subparsers(dest="airflow_command", required=True, metavar="VERB")
+    start = verbs.add_parser("start", help="start Airflow beside the local cluster")
+    start.add_argument("--port", type=int, help="api-server port (STREAMOPS_AIRFLOW_PORT)")
+    start.set_defaults(handler=cmd_start)
+    verbs.add_parser("stop", help="stop every Airflow process").set_defaults(handler=cmd_stop)
+    status = verbs.add_parser("status", help="processes, health, where the UI is, the login")
+    status.set_defaults(handler=cmd_status)
+
+
+def _stack(settings: Settings, port: int | None = None) -> Any:
+    from streamops.airflow_stack import AirflowOptions, AirflowStack
+
+    return AirflowStack(settings, AirflowOptions.from_env(port=port))
+
+
+def login_lines(stack: Any) -> str:
+    """Where the UI is and how to log in (printed by ``up`` and ``airflow start|status``)."""
+    return (
+        f"  Airflow UI        {stack.options.url}\n"
+        f"  Airflow login     user admin, password {stack.password()}\n"
+        f"                    (kept in {stack.password_file}, or set STREAMOPS_AIRFLOW_PASSWORD)"
+    )
+
+
+def cmd_start(args: argparse.Namespace, settings: Settings) -> int:
+    stack = _stack(settings, args.port)
+    stack.start()
+    console.print("[bold green]Airflow is running.[/]\n" + login_lines(stack))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace, settings: Settings) -> int:
+    stopped = _stack(settings).stop()
+    console.print(f"stopped {', '.join(stopped)}" if stopped else "no Airflow process was running")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    stack = _stack(settings)
+    table = Table(title=f"Airflow at {stack.options.url}")
+    for col in ("component", "pid", "health"):
+        table.add_column(col)
+    rows = stack.status()
+    for row in rows:
+        table.add_row(row.component, str(row.pid or "-"), row.health or "-")
+    console.print(table)
+    if all(r.pid for r in rows):
+        console.print(login_lines(stack))
+        return 0
+    return 1

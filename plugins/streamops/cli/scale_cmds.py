@@ -1,0 +1,40 @@
+"""``streamops scale --workers N | --add NAME | --remove NAME``: rolling scale via agents."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from streamops.settings import Settings
+
+
+def register(sub: Any) -> None:
+    scale = sub.add_parser(
+        "scale", help="scale the cluster's workers through the node agents; running jobs "
+        "keep committing batches (verified)")
+    what = scale.add_mutually_exclusive_group(required=True)
+    what.add_argument("--workers", type=int, help="target number of ALIVE workers (>= 1)")
+    what.add_argument("--add", metavar="NAME", help="start the worker of node NAME")
+    what.add_argument("--remove", metavar="NAME", help="gracefully decommission worker NAME")
+    scale.add_argument("--no-verify", action="store_true",
+                       help="do not wait for the running jobs to commit new batches")
+    scale.set_defaults(handler=run_scale)
+
+
+def run_scale(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops import scale
+
+    before = scale.batch_marks(settings)
+    if args.workers is not None:
+        result = scale.scale_to(settings, args.workers)
+    elif args.add:
+        result = scale.add_worker(settings, args.add)
+    else:
+        result = scale.remove_worker(settings, args.remove)
+    print(result.summary())
+    if not args.no_verify:
+        scale.verify_batches_continue(settings, before)
+        for job in scale.rebalance_candidates(settings):
+            print(f"job {job} cannot use the free cores; rebalancing it")
+            scale.rebalance(settings, job)
+    return 0

@@ -1,0 +1,464 @@
+"""Health checks of the cluster and its jobs: observe once, judge each check, keep a history.
+
+Five groups of checks, each giving ``ok`` / ``warn`` / ``fail`` with a message that names what
+is wrong (``worker worker-2 is DEAD``, ``job fleet-pings: stage vehicles committed no batch
+for 312 s (limit 120 s)``):
+
+- ``cluster``  — the master answers and is ALIVE; the expected number of workers is ALIVE;
+- ``jobs``     — every declared job runs (declared = its last submission was not followed by
+  a cancel or a deliberate stop); a FAILED status with its error;
+- ``progress`` — per stage: age of the last committed batch, processed vs input rate;
+- ``sources``  — backlog: fleetsim-beta's ``/head`` vs the committed sequence, alpha's newest
+  file vs the committed file;
+- ``sinks``    — the newest ``updated_at`` written to the job's store.
+
+Results, reports, thresholds and the history (``<state>/health/history.jsonl``) are in
+:mod:`streamops.health_report`, re-exported here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from streamops.cluster import daemons
+from streamops.cluster.client import MasterClient, WorkerInfo
+from streamops.cluster.profile import ClusterProfile
+from streamops.cluster.status import build_status
+from streamops.exceptions import ClusterNotRunning, StreamopsError, Unhealthy
+from streamops.health_report import (
+    CheckResult,
+    HealthReport,
+    Level,
+    Thresholds,
+    read_history,
+    record,
+)
+from streamops.jobs import JobRegistry, JobView, read_submissions
+from streamops.layout import StateLayout, read_json
+from streamops.settings import Settings
+
+log = logging.getLogger("streamops.health")
+
+GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
+
+__all__ = [
+    "GROUPS",
+    "CheckResult",
+    "HealthReport",
+    "Level",
+    "Observation",
+    "Thresholds",
+    "declared_jobs",
+    "observe",
+    "read_history",
+    "record",
+    "run_checks",
+]
+
+
+# --- observation ------------------------------------------------------------------------
+@dataclass
+class Observation:
+    """What the checks look at, read once: the master's JSON and the declared jobs' views."""
+
+    settings: Settings
+    thresholds: Thresholds
+    master: dict[str, Any] | None
+    jobs: list[str]
+    views: dict[str, JobView] = field(default_factory=dict)
+    now: float = field(default_factory=time.time)
+    http_timeout: float = 5.0
+
+    @property
+    def live_views(self) -> list[JobView]:
+        return [v for n in self.jobs if (v := self.views.get(n)) is not None and v.is_live]
+
+
+def declared_jobs(layout: StateLayout) -> list[str]:
+    """Jobs that should be running: submitted, not cancelled nor deliberately stopped since."""
+    out = []
+    for name in layout.known_jobs():
+        events = [
+            s
+            for s in read_submissions(layout.submissions_file(name))
+            if s.get("event") in ("submitted", "cancelled")
+        ]
+        if not events or events[-1]["event"] != "submitted":
+            continue
+        status = read_json(layout.status_file(name)) or {}
+        stopped = status.get("stopped_by") and float(status.get("stopped_at") or 0) >= float(
+            events[-1].get("at") or 0
+        )
+        if not stopped:
+            out.append(name)
+    return out
+
+
+def observe(
+    settings: Settings, thresholds: Thresholds, jobs: Sequence[str] | None = None
+) -> Observation:
+    """Read the master once and the view of every job to check (default: the declared ones)."""
+    client = MasterClient(settings)
+    try:
+        master: dict[str, Any] | None = client.state()
+    except ClusterNotRunning:
+        master = None
+    names = list(jobs) if jobs else declared_jobs(settings.layout)
+    obs = Observation(settings, thresholds, master, names)
+    if master is not None:
+        registry = JobRegistry(settings, client)
+        known = set(registry.names())
+        obs.views = {v.name: v for v in registry.list() if v.name in names and v.name in known}
+    return obs
+
+
+# --- checks -----------------------------------------------------------------------------
+def check_cluster(obs: Observation) -> list[CheckResult]:
+    s = obs.settings
+    if obs.master is None:
+        return [
+            CheckResult(
+                "cluster", "master", Level.FAIL, f"Spark master at {s.webui_url} does not answer"
+            )
+        ]
+    status = str(obs.master.get("status", ""))
+    master = CheckResult(
+        "cluster",
+        "master",
+        Level.OK if status == "ALIVE" else Level.FAIL,
+        f"master {s.master_url} is {status or 'in an unknown state'}",
+    )
+    return [master, _check_workers(obs)]
+
+
+def _check_workers(obs: Observation) -> CheckResult:
+    assert obs.master is not None
+    layout = obs.settings.layout
+    expected = obs.thresholds.expected_workers
+    if expected is None:
+        expected = ClusterProfile.for_config_dir(obs.settings.config_dir).workers
+    records = {
+        n: r
+        for n in daemons.pid_file_names(layout)
+        if (r := daemons.read_pid_file(layout, n)) is not None
+    }
+    status = build_status(obs.settings, records, obs.master)
+    entries = [WorkerInfo.from_json(w) for w in obs.master.get("workers") or []]
+    alive = [w for w in entries if w.state == "ALIVE"]
+    problems = [
+        f"worker {w.name} is {'not registered with the master' if w.id is None else w.state}"
+        for w in status.workers
+        if w.name and w.state != "ALIVE"
+    ]
+    if len(alive) < expected:
+        reported = {w.name for w in status.workers if w.name}
+        problems += [f"worker {name} is DEAD" for name in _dead_workers(layout, entries, reported)]
+        problems.append(f"{len(alive)} of {expected} expected workers ALIVE")
+    if problems:
+        return CheckResult("cluster", "workers", Level.FAIL, "; ".join(problems))
+    return CheckResult(
+        "cluster", "workers", Level.OK, f"{len(alive)} workers ALIVE (expected {expected})"
+    )
+
+
+_WORKER_START = re.compile(r"Starting Spark worker (\S+):(\d+) with")
+_LOG_TAIL = 8 * 1024 * 1024
+
+
+def _dead_workers(layout: StateLayout, entries: list[WorkerInfo], skip: set[str]) -> list[str]:
+    """Names of the master's DEAD workers not replaced since: the local name when a worker
+    log of this state root started at that address (``worker-2``), else ``host:port``."""
+    names: dict[tuple[str, int], str] = {}
+    for log_file in sorted(layout.logs_dir.glob("worker*.log")):
+        with open(log_file, "rb") as fh:
+            fh.seek(max(0, log_file.stat().st_size - _LOG_TAIL))
+            text = fh.read().decode(errors="replace")
+        for m in _WORKER_START.finditer(text):
+            names[(m.group(1), int(m.group(2)))] = log_file.stem
+    alive = {names.get((w.host, w.port)) for w in entries if w.state == "ALIVE"}
+    out: list[str] = []
+    for w in sorted(entries, key=lambda e: e.id, reverse=True):
+        name = names.get((w.host, w.port), f"{w.host}:{w.port}")
+        if w.state == "DEAD" and name not in alive | skip and name not in out:
+            out.append(name)
+    return out[:5]
+
+
+def check_jobs(obs: Observation) -> list[CheckResult]:
+    if obs.master is None:
+        return [CheckResult("jobs", "jobs", Level.FAIL, "jobs unknown: the master does not answer")]
+    if not obs.jobs:
+        return [CheckResult("jobs", "jobs", Level.OK, "no declared job")]
+    return [_check_job(name, obs.views.get(name)) for name in obs.jobs]
+
+
+def _check_job(name: str, view: JobView | None) -> CheckResult:
+    if view is None:
+        return CheckResult("jobs", name, Level.FAIL, f"job {name} is unknown to this state root")
+    error = view.status.get("error") if view.status.get("state") == "FAILED" else None
+    last_error = str(error).splitlines()[0][:300] if error else None
+    if not view.is_live:
+        ended = f" (driver ended {view.driver_state})" if view.driver_state else ""
+        detail = f"; its last error: {last_error}" if last_error else ""
+        message = f"job {name} is not running: state {view.state}{ended}{detail}"
+        return CheckResult("jobs", name, Level.FAIL, message)
+    if last_error:
+        return CheckResult("jobs", name, Level.FAIL, f"job {name} FAILED: {last_error}")
+    if not view.healthy:
+        message = f"job {name} is live but not healthy yet: state {view.state}"
+        return CheckResult("jobs", name, Level.WARN, message)
+    message = f"job {name} v{view.version} RUNNING on driver {view.driver_id}"
+    return CheckResult("jobs", name, Level.OK, message)
+
+
+def check_progress(obs: Observation) -> list[CheckResult]:
+    out = []
+    for view in obs.live_views:
+        for stage, info in view.stages.items():
+            out.append(_check_stage_age(obs, view.name, stage, info))
+            rate = _check_rates(obs.thresholds, view.name, stage, info)
+            if rate is not None:
+                out.append(rate)
+    return out or [CheckResult("progress", "progress", Level.OK, "no running job to check")]
+
+
+def _check_stage_age(obs: Observation, job: str, stage: str, info: dict[str, Any]) -> CheckResult:
+    name, limit = f"{job}/{stage}", obs.thresholds.max_batch_age
+    last = info.get("last_batch_at")
+    if info.get("idle_since"):
+        return CheckResult(
+            "progress", name, Level.OK, f"job {job}: stage {stage} is idle (no new data)"
+        )
+    if not last:
+        return CheckResult(
+            "progress", name, Level.WARN, f"job {job}: stage {stage} has not committed a batch yet"
+        )
+    age = obs.now - float(last)
+    if age > limit:
+        return CheckResult(
+            "progress",
+            name,
+            Level.FAIL,
+            f"job {job}: stage {stage} committed no batch for {age:.0f} s (limit {limit:.0f} s)",
+        )
+    return CheckResult(
+        "progress",
+        name,
+        Level.OK,
+        f"job {job}: stage {stage} batch {info.get('batch_id')} {age:.0f} s ago",
+    )
+
+
+def _check_rates(t: Thresholds, job: str, stage: str, info: dict[str, Any]) -> CheckResult | None:
+    got, done = info.get("input_rows_per_second"), info.get("processed_rows_per_second")
+    if got is None or done is None or float(got) < t.min_input_rate:
+        return None
+    name = f"{job}/{stage}/rate"
+    if float(done) < t.min_rate_ratio * float(got):
+        return CheckResult(
+            "progress",
+            name,
+            Level.WARN,
+            f"job {job}: stage {stage} processes {float(done):.1f} rows/s but "
+            f"receives {float(got):.1f} rows/s (falling behind)",
+        )
+    return CheckResult(
+        "progress",
+        name,
+        Level.OK,
+        f"job {job}: stage {stage} in {float(got):.1f} rows/s, processed {float(done):.1f} rows/s",
+    )
+
+
+def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:
+    """Per source id, the committed end offset of the stage that is furthest behind."""
+    out: dict[str, dict[str, Any]] = {}
+    for info in view.stages.values():
+        for src in info.get("sources") or []:
+            end = src.get("end_offset")
+            if isinstance(end, str):
+                try:
+                    end = json.loads(end)
+                except json.JSONDecodeError:
+                    continue
+            if not isinstance(end, dict) or not end.get("source"):
+                continue
+            key, before = str(end["source"]), out.get(str(end["source"]))
+            if before is None or _position(end) < _position(before):
+                out[key] = end
+    return out
+
+
+def _position(offset: dict[str, Any]) -> tuple[int, str]:
+    return (int(offset.get("sequence") or 0), str(offset.get("file") or ""))
+
+
+def check_sources(obs: Observation) -> list[CheckResult]:
+    """Backlog per source of each running job. A source is located by its offset's source id
+    (``beta:<url>``, ``alpha:<dir>``) or else by the job's args ``beta_url`` / ``alpha_dir``."""
+    out = []
+    for view in obs.live_views:
+        args = _spec_args(obs, view.name) or {}
+        for source, offset in sorted(committed_positions(view).items()):
+            kind, _, where = source.partition(":")
+            if "sequence" in offset:
+                url = where if kind == "beta" else str(args.get("beta_url") or "")
+                out.append(_beta_backlog(obs, view.name, source, url, offset))
+            elif "file" in offset:
+                path = where if kind == "alpha" else str(args.get("alpha_dir") or "")
+                out.append(_alpha_backlog(obs, view.name, source, path, offset))
+    return out or [CheckResult("sources", "sources", Level.OK, "no running job source to check")]
+
+
+def _spec_args(obs: Observation, job: str) -> dict[str, Any] | None:
+    """The resolved args of the job's last submitted spec; ``None`` if none is recorded."""
+    from streamops.upgrade import current_spec
+
+    try:
+        spec = current_spec(obs.settings, job)
+    except StreamopsError:
+        return None
+    return dict(spec.resolved_args(state_root=str(obs.settings.state_root)))
+
+
+def _backlog_result(
+    job: str, source: str, count: int, unit: str, warn: int, fail: int
+) -> CheckResult:
+    name, text = f"{job}/{source}", f"job {job}: {source} backlog {count} {unit}"
+    if count > fail:
+        return CheckResult("sources", name, Level.FAIL, f"{text} (limit {fail})")
+    if count > warn:
+        return CheckResult("sources", name, Level.WARN, f"{text} (warn above {warn})")
+    return CheckResult("sources", name, Level.OK, text)
+
+
+def _beta_backlog(
+    obs: Observation, job: str, source: str, url: str, offset: dict[str, Any]
+) -> CheckResult:
+    if not url:
+        return CheckResult(
+            "sources",
+            f"{job}/{source}",
+            Level.WARN,
+            f"job {job}: cannot locate source {source} (no beta_url arg)",
+        )
+    head_url = url.rsplit("/", 1)[0] + "/head"
+    try:
+        response = requests.get(head_url, timeout=obs.http_timeout)
+        response.raise_for_status()
+        last = int(response.json().get("last") or 0)
+    except (requests.RequestException, ValueError) as exc:
+        message = f"job {job}: source {source} at {head_url} does not answer: {type(exc).__name__}"
+        return CheckResult("sources", f"{job}/{source}", Level.FAIL, message)
+    t = obs.thresholds
+    behind = max(0, last - int(offset.get("sequence") or 0))
+    return _backlog_result(
+        job, source, behind, "records", t.backlog_warn_records, t.backlog_fail_records
+    )
+
+
+def _alpha_backlog(
+    obs: Observation, job: str, source: str, path: str, offset: dict[str, Any]
+) -> CheckResult:
+    directory, committed = Path(path), str(offset.get("file") or "")
+    if not path or not directory.is_dir():
+        message = f"job {job}: directory {path or '?'} of source {source} does not exist"
+        return CheckResult("sources", f"{job}/{source}", Level.FAIL, message)
+    unread = sum(1 for p in directory.glob("*.csv") if p.name > committed)
+    t = obs.thresholds
+    return _backlog_result(job, source, unread, "files", t.backlog_warn_files, t.backlog_fail_files)
+
+
+def check_sinks(obs: Observation) -> list[CheckResult]:
+    out = [_check_sink(obs, view) for view in obs.live_views]
+    return out or [CheckResult("sinks", "sinks", Level.OK, "no running job sink to check")]
+
+
+def _check_sink(obs: Observation, view: JobView) -> CheckResult:
+    name, limit = f"{view.name}/store", obs.thresholds.max_sink_age
+    args = _spec_args(obs, view.name)
+    if args is None:
+        return CheckResult("sinks", name, Level.WARN, f"job {view.name}: no recorded spec")
+    url = args.get("store_url")
+    if not url:
+        return CheckResult("sinks", name, Level.OK, f"job {view.name} declares no store_url")
+    newest = newest_write(str(url))
+    busy = not all(s.get("idle_since") for s in view.stages.values())
+    if newest is None:
+        level = Level.WARN if busy else Level.OK
+        return CheckResult("sinks", name, level, f"job {view.name}: store has no rows yet")
+    age = max(0.0, obs.now - newest)
+    if age > limit and busy:
+        return CheckResult(
+            "sinks",
+            name,
+            Level.FAIL,
+            f"job {view.name}: store not written for {age:.0f} s while data "
+            f"flows (limit {limit:.0f} s)",
+        )
+    return CheckResult(
+        "sinks", name, Level.OK, f"job {view.name}: store last written {age:.0f} s ago"
+    )
+
+
+def newest_write(url: str) -> float | None:
+    """The newest ``updated_at`` over the store's tables that have one (``None``: no rows)."""
+    from sqlalchemy import MetaData, create_engine, func, select
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = create_engine(url)
+    try:
+        meta = MetaData()
+        meta.reflect(engine)
+        with engine.connect() as conn:
+            times = [
+                conn.execute(select(func.max(t.c.updated_at))).scalar()
+                for t in meta.tables.values()
+                if "updated_at" in t.c
+            ]
+    except SQLAlchemyError as exc:
+        raise Unhealthy(f"cannot read the store {engine.url!r}: {exc}") from exc
+    finally:
+        engine.dispose()
+    found = [float(t) for t in times if t is not None]
+    return max(found) if found else None
+
+
+CHECKS: dict[str, Callable[[Observation], list[CheckResult]]] = {
+    "cluster": check_cluster,
+    "jobs": check_jobs,
+    "progress": check_progress,
+    "sources": check_sources,
+    "sinks": check_sinks,
+}
+
+
+def run_checks(
+    settings: Settings,
+    thresholds: Thresholds | None = None,
+    *,
+    jobs: Sequence[str] | None = None,
+    groups: Iterable[str] = GROUPS,
+) -> HealthReport:
+    """Observe once, run the checks of ``groups``; an error of a check is a failed check."""
+    obs = observe(settings, thresholds or Thresholds(), jobs)
+    results: list[CheckResult] = []
+    for group in groups:
+        if group not in CHECKS:
+            raise StreamopsError(f"unknown health check group {group!r}; known: {GROUPS}")
+        try:
+            results.extend(CHECKS[group](obs))
+        except StreamopsError as exc:
+            results.append(CheckResult(group, group, Level.FAIL, f"{group} check failed: {exc}"))
+    report = HealthReport(obs.now, tuple(results))
+    log.info("health %s: %s", report.level.value, report.summary())
+    return report

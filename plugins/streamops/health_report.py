@@ -1,0 +1,154 @@
+"""The results of health checks and their history.
+
+A check gives a :class:`CheckResult` (``ok`` / ``warn`` / ``fail`` and a message naming what
+is wrong); one run's results make a :class:`HealthReport`, whose level is the worst of them.
+Every run may be appended to ``<state>/health/history.jsonl`` (:func:`record`);
+:func:`read_history` reads the last runs back. The checks themselves are in
+:mod:`streamops.health`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from streamops.exceptions import Unhealthy
+from streamops.layout import StateLayout, append_jsonl
+
+
+class Level(StrEnum):
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+
+
+_RANK = {Level.OK: 0, Level.WARN: 1, Level.FAIL: 2}
+
+
+class Thresholds(BaseModel):
+    """Limits of the checks; every field has a default, so ``Thresholds()`` is usable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    expected_workers: int | None = Field(
+        default=None, ge=0, description="ALIVE workers expected (default: the cluster profile)"
+    )
+    max_batch_age: float = Field(
+        default=120.0, gt=0, description="seconds a busy stage may go without committing"
+    )
+    min_rate_ratio: float = Field(
+        default=0.8, ge=0, description="warn when processed rows/s < ratio x input rows/s"
+    )
+    min_input_rate: float = Field(
+        default=5.0, ge=0, description="input rows/s below which rates are not compared"
+    )
+    backlog_warn_records: int = Field(default=5_000, ge=0)
+    backlog_fail_records: int = Field(default=50_000, ge=0)
+    backlog_warn_files: int = Field(default=50, ge=0)
+    backlog_fail_files: int = Field(default=500, ge=0)
+    max_sink_age: float = Field(
+        default=300.0, gt=0, description="seconds a store may go unwritten while data flows"
+    )
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    group: str
+    name: str
+    level: Level
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "group": self.group,
+            "name": self.name,
+            "level": self.level.value,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckResult:
+        return cls(
+            str(data["group"]), str(data["name"]), Level(data["level"]), str(data["message"])
+        )
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """The results of one run; ``level`` is the worst of them."""
+
+    at: float
+    results: tuple[CheckResult, ...]
+
+    @property
+    def level(self) -> Level:
+        return max((r.level for r in self.results), key=_RANK.__getitem__, default=Level.OK)
+
+    @property
+    def ok(self) -> bool:
+        return self.level is not Level.FAIL
+
+    def failures(self) -> list[CheckResult]:
+        return [r for r in self.results if r.level is Level.FAIL]
+
+    def summary(self) -> str:
+        """One line: every failure (or warning) by name, ``healthy`` when none."""
+        bad = self.failures() or [r for r in self.results if r.level is Level.WARN]
+        return "; ".join(r.message for r in bad) or f"healthy ({len(self.results)} checks ok)"
+
+    def raise_if_failed(self) -> None:
+        failures = self.failures()
+        if failures:
+            raise Unhealthy(
+                f"{len(failures)} health check(s) failed: " + "; ".join(r.message for r in failures)
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at,
+            "level": self.level.value,
+            "summary": self.summary(),
+            "results": [r.to_json() for r in self.results],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HealthReport:
+        return cls(float(data["at"]), tuple(CheckResult.from_json(r) for r in data["results"]))
+
+
+HISTORY_MAX_BYTES = 8 * 1024 * 1024
+HISTORY_KEEP = 4000  # runs kept when the file is trimmed: two weeks of 5-minute checks
+
+
+def record(
+    layout: StateLayout, report: HealthReport, *, source: str = "cli",
+    max_bytes: int = HISTORY_MAX_BYTES, keep: int = HISTORY_KEEP,
+) -> None:  # fmt: skip
+    """Append the report to ``<state>/health/history.jsonl``; past ``max_bytes`` the file is
+    rewritten (atomically) with its last ``keep`` runs, so months of checks stay small."""
+    path = layout.health_history
+    append_jsonl(path, {**report.to_json(), "source": source})
+    if path.stat().st_size > max_bytes:
+        lines = path.read_text(encoding="utf-8").splitlines()[-keep:]
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def read_history(layout: StateLayout, last: int = 20) -> list[dict[str, Any]]:
+    """The last ``last`` history records, oldest first (a torn line is skipped)."""
+    path = layout.health_history
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines()[-last:]:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

@@ -1,0 +1,154 @@
+"""Manual restart of a job, in one of two modes, and the intent records of job procedures.
+
+- ``savepoint`` (graceful): savepoint with cancel → start the same spec from it → healthy.
+  Nothing is replayed twice and nothing is skipped: the job resumes at the savepoint.
+- ``last-checkpoint`` (for a job too sick to savepoint): cancel it if it still runs (or find
+  it dead) → resubmit the same spec; its stages resume from their own checkpoints, which the
+  sinks tolerate because every write is keyed (replay changes nothing).
+
+"The same spec" is the spec of the job's last submission. Each destructive step first
+records its intent in ``jobs/<job>/<procedure>.json`` (``restart.json``, ``upgrade.json``)
+so a person, or a retried Airflow task, sees where the procedure stopped and resumes there.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from streamops import savepoints
+from streamops.exceptions import ConfigError, JobError
+from streamops.intents import read_intent, record_intent
+from streamops.jobs import JobRegistry, read_submissions
+from streamops.restore import savepoint_job, start_from_savepoint
+from streamops.settings import Settings
+from streamops.submit import submit_job
+from streamops.upgrade import current_spec
+
+log = logging.getLogger("streamops.restart")
+
+RestartMode = Literal["savepoint", "last-checkpoint"]
+MODES: tuple[str, ...] = get_args(RestartMode)
+
+
+# --- steps ----------------------------------------------------------------------------
+def check_mode(mode: str) -> RestartMode:
+    if mode not in MODES:
+        raise ConfigError(f"restart mode {mode!r} is not one of {', '.join(MODES)}")
+    return mode  # type: ignore[return-value]
+
+
+def restart_savepoint_name(job: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return re.sub(r"[^a-z0-9._-]", "-", f"{job}-restart-{stamp}".lower())[:63]
+
+
+def stop_for_restart(settings: Settings, job: str) -> str | None:
+    """Cancel ``job`` if it is live (no savepoint); the killed driver id, ``None`` if dead."""
+    registry = JobRegistry(settings)
+    view = registry.view(job)
+    if not view.is_live:
+        log.info("job %s is not running (state %s): nothing to stop", job, view.state)
+        return None
+    record_intent(settings, job, "restart", "cancel", mode="last-checkpoint",
+                  driver_id=view.driver_id)  # fmt: skip
+    killed = registry.cancel(job)
+    return killed[0] if killed else None
+
+
+def resubmit(
+    settings: Settings, job: str, *, wait_healthy: float | None = None, owner: str | None = None
+) -> str:
+    """Submit the job's last spec again; it resumes from its checkpoints.
+
+    ``owner`` names the run of the procedure (e.g. an Airflow DAG run): a retry by the same
+    owner resumes with the driver it already submitted.
+    """
+    spec = current_spec(settings, job)
+    done = already_started(settings, job, "restart", "resubmit", owner=owner)
+    if done:
+        return done
+    record_intent(settings, job, "restart", "resubmit", mode="last-checkpoint",
+                  version=spec.version, owner=owner)  # fmt: skip
+    return submit_job(spec, settings, wait_healthy=wait_healthy)
+
+
+def restart_from_savepoint(
+    settings: Settings, job: str, savepoint: str, *, wait_healthy: float | None = None,
+    owner: str | None = None,
+) -> str:  # fmt: skip
+    """Start the job's last spec from ``savepoint`` (every saved stage restored by name)."""
+    spec = current_spec(settings, job)
+    stages = list(savepoints.get_savepoint(settings.layout, savepoint, job=job).stages)
+    done = already_started(settings, job, "restart", "start-from-savepoint",
+                           savepoint=savepoint, owner=owner)  # fmt: skip
+    if done:
+        return done
+    record_intent(settings, job, "restart", "start-from-savepoint", mode="savepoint",
+                  savepoint=savepoint, version=spec.version, owner=owner)  # fmt: skip
+    return start_from_savepoint(spec, settings, savepoint, stages, wait_healthy=wait_healthy)
+
+
+def already_started(
+    settings: Settings, job: str, procedure: str, phase: str, **match: Any
+) -> str | None:
+    """The live driver a previous attempt of ``phase`` submitted, if any (a retried step
+    resumes instead of submitting twice)."""
+    intent = read_intent(settings, job, procedure)
+    if intent.get("phase") != phase or any(intent.get(k) != v for k, v in match.items()):
+        return None
+    if not JobRegistry(settings).view(job).is_live:
+        return None
+    subs = read_submissions(settings.layout.submissions_file(job))
+    since = float(intent.get("at", 0))
+    recent = [s for s in subs if s.get("event") == "submitted" and s.get("at", 0) >= since]
+    if not recent:
+        return None
+    driver = str(recent[-1]["driver_id"])
+    log.info("%s of %s: %s already done by a previous attempt (driver %s); resuming",
+             procedure, job, phase, driver)  # fmt: skip
+    return driver
+
+
+# --- the whole procedure (the CLI's `streamops restart`) -------------------------------
+@dataclass(frozen=True)
+class RestartOutcome:
+    job: str
+    mode: RestartMode
+    version: str
+    driver_id: str
+    savepoint: str | None
+    stop_s: float
+    start_s: float
+
+
+def restart_job(
+    settings: Settings, job: str, mode: str, *, savepoint: str | None = None,
+    health_timeout: float = 300.0,
+) -> RestartOutcome:  # fmt: skip
+    """Restart ``job`` in ``mode`` and wait until it is healthy again."""
+    mode = check_mode(mode)
+    version = current_spec(settings, job).version
+    t0 = time.monotonic()
+    name = None
+    if mode == "savepoint":
+        name = savepoint or restart_savepoint_name(job)
+        record_intent(settings, job, "restart", "savepoint-with-cancel", mode=mode, savepoint=name)
+        savepoint_job(settings, job, name, cancel=True)
+    else:
+        stop_for_restart(settings, job)
+    t1 = time.monotonic()
+    try:
+        if name is not None:
+            driver = restart_from_savepoint(settings, job, name, wait_healthy=health_timeout)
+        else:
+            driver = resubmit(settings, job, wait_healthy=health_timeout)
+    except JobError as exc:
+        where = f"savepoint {name} is kept" if name else "its checkpoints are kept"
+        raise JobError(f"restart of {job} ({mode}) failed: {exc}; {where}") from exc
+    record_intent(settings, job, "restart", "done", mode=mode, savepoint=name, driver_id=driver)
+    return RestartOutcome(job, mode, version, driver, name, round(t1 - t0, 2),
+                          round(time.monotonic() - t1, 2))  # fmt: skip

@@ -1,0 +1,205 @@
+"""Rolling scale of the cluster's workers, through the node agents, with the jobs running.
+
+Observe (agents, the master's JSON, job status) → act (an agent starts or decommissions a
+worker) → wait until the master confirms (worker ALIVE / no longer ALIVE) → verify that every
+running job keeps committing batches. Workers are removed one at a time by graceful
+decommission (SIGPWR: executors drain, blocks move), preferring workers that run no driver.
+A job that cannot use new cores (granted fewer than it asks for while cores are free) is
+rebalanced: savepoint with cancel, then started again from that savepoint.
+
+The CLI (``streamops scale``) and the ``rolling_scale`` DAG both call these functions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from streamops.agent.registry import Agents
+from streamops.cluster.client import MasterClient, WorkerInfo
+from streamops.cluster.daemons import worker_index
+from streamops.cluster.node import wait_for
+from streamops.exceptions import ClusterError, ConfigError, JobError, StreamopsError
+from streamops.jobs import JobRegistry
+from streamops.settings import Settings
+
+log = logging.getLogger("streamops.scale")
+
+BatchMarks = dict[str, dict[str, tuple[int | None, float]]]
+"""Per running job, per stage: (last batch id, time of the mark)."""
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    started: tuple[str, ...]
+    removed: tuple[str, ...]
+    running: tuple[str, ...]
+
+    def summary(self) -> str:
+        return (f"started {', '.join(self.started) or 'none'}; removed "
+                f"{', '.join(self.removed) or 'none'}; running workers now: "
+                f"{', '.join(self.running) or 'none'} ({len(self.running)})")
+
+
+def running_workers(agents: Agents) -> list[str]:
+    """Worker nodes whose agent reports a running daemon, in worker order."""
+    return [n for n in agents.workers() if agents.client(n).node(n).running]
+
+
+def alive_in_master(settings: Settings) -> list[WorkerInfo]:
+    return [w for w in MasterClient(settings).workers() if w.state == "ALIVE"]
+
+
+def wait_alive_count(settings: Settings, count: int, timeout: float = 180.0) -> None:
+    """Wait until the master lists exactly ``count`` ALIVE workers."""
+    log.info("waiting for the master to list %s ALIVE worker(s)", count)
+    wait_for(lambda: True if len(alive_in_master(settings)) == count else None, timeout,
+             lambda: f"the master lists {len(alive_in_master(settings))} ALIVE workers, not "
+                     f"{count}, after {timeout:.0f}s")
+    log.info("the master lists %s ALIVE worker(s)", count)
+
+
+def add_worker(settings: Settings, name: str) -> ScaleResult:
+    """Start worker ``name`` through its agent and wait until the master lists it ALIVE."""
+    agents = Agents(settings)
+    before = running_workers(agents)
+    if name in before:
+        log.info("%s is already running; nothing to add", name)
+        return ScaleResult((), (), tuple(before))
+    log.info("adding worker %s through its agent", name)
+    agents.client(name).start(name)
+    wait_alive_count(settings, len(before) + 1)
+    return ScaleResult((name,), (), tuple(running_workers(agents)))
+
+
+def remove_worker(settings: Settings, name: str) -> ScaleResult:
+    """Decommission worker ``name`` gracefully through its agent; wait until it is gone."""
+    agents = Agents(settings)
+    before = running_workers(agents)
+    if name not in before:
+        raise ClusterError(f"worker {name} is not running (running: "
+                           f"{', '.join(before) or 'none'}); nothing to remove")
+    if len(before) == 1:
+        raise ClusterError(f"{name} is the last running worker; the jobs need one, keep it")
+    log.info("removing worker %s by graceful decommission through its agent", name)
+    agents.client(name).decommission(name)
+    wait_alive_count(settings, len(before) - 1)
+    return ScaleResult((), (name,), tuple(running_workers(agents)))
+
+
+def _removal_order(settings: Settings, agents: Agents, running: list[str]) -> list[str]:
+    """Workers to remove first: those running no driver, then the highest index."""
+    drivers_on = {d.worker for d in MasterClient(settings).active_drivers()}
+
+    def runs_driver(name: str) -> bool:
+        return agents.client(name).node(name).worker_id in drivers_on
+
+    return sorted(running, key=lambda n: (runs_driver(n), -(worker_index(n) or 0)))
+
+
+def scale_to(settings: Settings, workers: int) -> ScaleResult:
+    """Start idle worker agents' workers, or decommission workers, until ``workers`` run."""
+    if workers < 1:
+        raise ConfigError(f"invalid worker count {workers}: give 1 or more")
+    agents = Agents(settings)
+    running = running_workers(agents)
+    log.info("scaling from %s to %s worker(s) (running: %s)", len(running), workers,
+             ", ".join(running) or "none")
+    started: list[str] = []
+    removed: list[str] = []
+    if workers > len(running):
+        idle = [n for n in agents.workers() if n not in running]
+        if len(idle) < workers - len(running):
+            raise ClusterError(
+                f"cannot scale to {workers} workers: only {len(running) + len(idle)} worker "
+                f"nodes have an agent ({', '.join(agents.workers())}); start more agents "
+                "(profile max_workers) first")
+        for name in idle[: workers - len(running)]:
+            started += add_worker(settings, name).started
+    else:
+        for name in _removal_order(settings, agents, running)[: len(running) - workers]:
+            removed += remove_worker(settings, name).removed
+    result = ScaleResult(tuple(started), tuple(removed), tuple(running_workers(agents)))
+    log.info("scale done: %s", result.summary())
+    return result
+
+
+# --- the jobs keep running ------------------------------------------------------------
+def batch_marks(settings: Settings) -> BatchMarks:
+    """Per running job and stage, the last committed batch id now."""
+    now = time.time()
+    return {
+        view.name: {stage: (info.get("batch_id"), now) for stage, info in view.stages.items()}
+        for view in JobRegistry(settings).list() if view.is_live
+    }
+
+
+def _advanced(info: dict[str, object], mark: tuple[int | None, float]) -> bool:
+    batch, at = mark
+    current = info.get("batch_id")
+    if isinstance(current, int) and (batch is None or current > batch):
+        return True
+    idle = info.get("idle_since")
+    return isinstance(idle, float | int) and idle >= at  # nothing to read: still up
+
+
+def verify_batches_continue(settings: Settings, marks: BatchMarks,
+                            timeout: float = 300.0) -> dict[str, dict[str, int | None]]:
+    """Wait until every stage of every job in ``marks`` committed a batch after its mark."""
+    registry = JobRegistry(settings)
+    pending = dict(marks)
+
+    def check() -> bool | None:
+        for job, stages in list(pending.items()):
+            view = registry.view(job)
+            if not view.is_live:
+                raise JobError(f"job {job} stopped during the scale (state {view.state})")
+            if all(_advanced(view.stages.get(s, {}), m) for s, m in stages.items()):
+                log.info("job %s keeps committing batches (%s)", job, ", ".join(
+                    f"{s}: {view.stages.get(s, {}).get('batch_id')}" for s in stages))
+                del pending[job]
+        return True if not pending else None
+
+    if pending:
+        log.info("verifying that %s keep committing batches", ", ".join(pending))
+    wait_for(check, timeout, lambda: f"{', '.join(pending)} committed no new batch within "
+                                     f"{timeout:.0f}s of the scale")
+    return {job: {s: i.get("batch_id") for s, i in registry.view(job).stages.items()}
+            for job in marks}
+
+
+def rebalance_candidates(settings: Settings) -> list[str]:
+    """Running jobs granted fewer cores than they ask for while ALIVE workers have free
+    cores: the master could not place their executors (e.g. executor size vs new workers)."""
+    from streamops.upgrade import current_spec
+
+    client = MasterClient(settings)
+    free = sum(w.cores - w.coresused for w in client.workers() if w.state == "ALIVE")
+    apps = {a.name: a for a in client.active_apps()}
+    out = []
+    for view in JobRegistry(settings).list():
+        app = apps.get(view.name)
+        if not view.is_live or app is None:
+            continue
+        try:
+            wanted = current_spec(settings, view.name).resources
+        except StreamopsError:
+            continue
+        if app.cores < wanted.max_cores and free >= wanted.executor_cores:
+            out.append(view.name)
+    return out
+
+
+def rebalance(settings: Settings, job: str, health_timeout: float = 300.0) -> str:
+    """Restart ``job`` from a fresh savepoint so its executors spread over the workers."""
+    from streamops.restore import savepoint_job, start_from_savepoint
+    from streamops.savepoints import get_savepoint
+    from streamops.upgrade import current_spec
+
+    spec = current_spec(settings, job)
+    name = f"{job}-rebalance-{int(time.time())}"
+    log.info("rebalancing %s: savepoint %s with cancel, then start from it", job, name)
+    savepoint_job(settings, job, name, cancel=True)
+    stages = list(get_savepoint(settings.layout, name).stages)
+    return start_from_savepoint(spec, settings, name, stages, wait_healthy=health_timeout)

@@ -1,0 +1,89 @@
+"""Warm standby, ops side: start a job's next version before the running one stops.
+
+``start_standby`` submits the new version with ``--standby TOKEN`` beside the running one
+(the driver builds and validates its stages, then waits; see ``spark_jobs/runtime/standby.py``)
+and waits for its ready file. ``release_standby`` prepares the checkpoints from a savepoint and
+writes the go file; ``abort_standby`` kills a standby that will not be used.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from streamops import savepoints
+from streamops.exceptions import JobError
+from streamops.jobs import JobRegistry
+from streamops.layout import read_json, write_json_atomic
+from streamops.restore import prepare_checkpoints, restore_plan
+from streamops.settings import Settings
+from streamops.spec import JobSpec
+
+log = logging.getLogger("streamops.standby")
+
+
+@dataclass(frozen=True)
+class Standby:
+    job: str
+    version: str
+    token: str
+    driver_id: str
+    ready: dict[str, Any]
+
+
+def start_standby(spec: JobSpec, settings: Settings, *, timeout: float = 300.0) -> Standby:
+    """Submit ``spec`` as a warm standby next to the live job; return once it is ready."""
+    from streamops.submit import submit_job
+
+    token = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    driver = submit_job(spec, settings, extra_args=("--standby", token), standby=True)
+    ready_file = settings.layout.standby_dir(spec.name) / f"{token}.ready.json"
+    registry = JobRegistry(settings)
+    deadline = time.monotonic() + timeout
+    log.info("job %s: standby v%s submitted as %s; waiting until it is ready", spec.name,
+             spec.version, driver)  # fmt: skip
+    while True:
+        ready = read_json(ready_file)
+        if ready:
+            log.info("job %s: standby v%s ready on %s (warm-up %ss)", spec.name, spec.version,
+                     driver, ready.get("warm_up_s"))  # fmt: skip
+            return Standby(spec.name, spec.version, token, driver, ready)
+        state = registry.client.submission_status(driver).driver_state
+        if state in ("FAILED", "ERROR", "KILLED", "FINISHED"):
+            view = registry.view(spec.name)
+            raise JobError(
+                f"standby v{spec.version} of {spec.name} ended {state} before it was ready. "
+                f"{registry.failure_detail(view, driver)}"
+            )
+        if time.monotonic() > deadline:
+            abort_standby(settings, Standby(spec.name, spec.version, token, driver, {}))
+            raise JobError(f"standby v{spec.version} of {spec.name} not ready after {timeout:.0f}s")
+        time.sleep(0.5)
+
+
+def release_standby(
+    settings: Settings, standby: Standby, savepoint: str, stages: Iterable[str]
+) -> None:
+    """Restore the checkpoints from ``savepoint`` and let the standby driver start."""
+    manifest = savepoints.get_savepoint(settings.layout, savepoint, job=standby.job)
+    plan = restore_plan(manifest, stages)
+    log.info("%s", plan.render())
+    prepare_checkpoints(settings, standby.job, plan)
+    write_json_atomic(
+        settings.layout.standby_dir(standby.job) / f"{standby.token}.go.json",
+        {"savepoint": savepoint, "positions": plan.positions, "at": time.time()},
+    )
+    log.info("job %s: standby %s released from savepoint %s", standby.job, standby.driver_id,
+             savepoint)  # fmt: skip
+
+
+def abort_standby(settings: Settings, standby: Standby) -> None:
+    """Kill a standby driver (it holds no lease and has written nothing)."""
+    registry = JobRegistry(settings)
+    log.warning("job %s: aborting standby %s", standby.job, standby.driver_id)
+    registry.client.kill_submission(standby.driver_id)
+

@@ -1,0 +1,225 @@
+"""Operators: submit a streaming job (``spark-submit``, cluster mode), request a savepoint.
+
+Why :class:`StreamingSparkSubmitOperator` does not use the provider's driver tracking:
+``SparkSubmitOperator`` in standalone cluster mode polls the driver until it *finishes*
+(a streaming driver never does, so the task would never end) and, depending on the provider
+version, polls with ``spark-submit --status`` against ``spark://host:7077``, the master's RPC
+port, which does not speak HTTP (apache/airflow#71881, #46334). So this operator keeps the
+provider's ``spark-submit`` process handling and driver-id parsing (``SparkSubmitHook.submit``)
+and replaces tracking with the job registry: the task ends when every stage of the job has
+committed a batch (or is idle), deferring to :class:`JobHealthyTrigger` when ``deferrable``.
+It forces Spark's RPC submission client (``spark.master.rest.enabled=false``): the REST client
+would derive an HTTP address from ``spark://host:7077`` and fail the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperator, Context
+
+from streamops import control, savepoints
+from streamops.cluster.spark_home import check_spark_install
+from streamops.exceptions import JobError, SavepointNotFound, StreamopsError
+from streamops.intents import read_intent, record_intent
+from streamops.restart import already_started
+from streamops.settings import Settings
+from streamops.spec import load_spec
+from streamops.submit import Submission, build_submission, ensure_not_running, record_submission
+from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
+from streamops_airflow.hooks import SparkStandaloneHook
+from streamops_airflow.triggers import defer_until_healthy, health_outcome
+
+
+def run_owner(context: Context) -> str:
+    """Who owns an intent record: the DAG run (a retried task of the same run resumes)."""
+    ti = context["ti"]
+    return f"airflow:{ti.dag_id}/{ti.run_id}"
+
+
+class StandaloneClusterSubmitHook(SparkSubmitHook):
+    """``SparkSubmitHook`` for one job submission to a standalone master in cluster mode.
+
+    The command line is :meth:`Submission.spark_submit_args` (the same description the REST
+    path renders), the connection comes from :class:`SparkStandaloneHook`'s settings, and the
+    driver id is parsed from ``spark-submit``'s output by the provider. Driver tracking is
+    refused: a streaming driver is healthy long before it ends.
+    """
+
+    def __init__(self, submission: Submission, settings: Settings, spark_submit: Path) -> None:
+        self._submission = submission
+        self._settings = settings
+        self._spark_submit = spark_submit
+        super().__init__(name=submission.job, deploy_mode="cluster")
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        return {
+            "master": self._settings.master_url, "deploy_mode": "cluster", "queue": None,
+            "spark_binary": str(self._spark_submit), "namespace": None, "principal": None,
+            "keytab": None, "rest_scheme": "http", "rest_port": self._settings.rest_port,
+            "rest_endpoint": self._settings.rest_url,
+        }  # fmt: skip
+
+    def _build_spark_submit_command(self, application: str) -> list[str]:
+        command = [str(self._spark_submit), "--conf", "spark.master.rest.enabled=false",
+                   *self._submission.spark_submit_args()]  # fmt: skip
+        self.log.info("spark-submit command: %s", self._mask_cmd(command))
+        return command
+
+    def _start_driver_status_tracking(self) -> None:
+        raise ProcedureFailed("a streaming driver is tracked by health, not until it finishes")
+
+
+class StreamingSparkSubmitOperator(SparkSubmitOperator):
+    """Submit the job of ``spec_path`` as a supervised cluster-mode driver via ``spark-submit``.
+
+    Refuses (fails at once) when a live instance of the job exists. Records its intent in
+    ``jobs/<job>/deploy.json`` first, so a retried task waits for the driver it submitted
+    instead of failing on it. With ``wait_for_healthy`` the task ends when the job is healthy.
+    Returns the driver id.
+    """
+
+    template_fields: Sequence[str] = ("spec_path",)
+
+    def __init__(
+        self, *, spec_path: str,
+        spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
+        wait_for_healthy: bool = True, health_timeout: float = 300.0,
+        deferrable: bool = False, poll_interval: float = 5.0, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        super().__init__(**kwargs)
+        self.spec_path = spec_path
+        self.spark_standalone_conn_id = spark_standalone_conn_id
+        self.wait_for_healthy = wait_for_healthy
+        self.health_timeout = health_timeout
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+
+    def execute(self, context: Context) -> str | None:
+        cluster = SparkStandaloneHook(self.spark_standalone_conn_id)
+        settings = cluster.settings
+        try:
+            spec = load_spec(self.spec_path)
+        except StreamopsError as exc:
+            raise ProcedureFailed(str(exc)) from exc
+        owner = run_owner(context)
+        driver_id = already_started(settings, spec.name, "deploy", "submit", owner=owner)
+        view = cluster.job(spec.name)
+        if driver_id and (view.status.get("state") == "FAILED" or view.driver_id != driver_id):
+            self.log.warning("the driver %s this run submitted failed on start (now %s, %s): "
+                             "replacing it", driver_id, view.driver_id, view.state)  # fmt: skip
+            if view.is_live:
+                cluster.registry.cancel(spec.name)
+            driver_id = None
+        if driver_id is None:
+            try:
+                ensure_not_running(cluster.registry, spec.name)
+            except JobError as exc:
+                raise ProcedureFailed(str(exc)) from exc
+            submission = build_submission(spec, settings)
+            spark_submit = check_spark_install().home / "bin" / "spark-submit"
+            self._hook = StandaloneClusterSubmitHook(submission, settings, spark_submit)
+            record_intent(settings, spec.name, "deploy", "submit", version=spec.version,
+                          owner=owner)  # fmt: skip
+            driver_id = self._hook.submit(str(submission.app_resource))
+            if not driver_id:
+                raise ProcedureFailed(f"spark-submit printed no driver id for job {spec.name}")
+            record_submission(settings, spec, driver_id)
+        if not self.wait_for_healthy:
+            return driver_id
+        if self.deferrable:
+            defer_until_healthy(
+                self, settings, spec.name, timeout=self.health_timeout, since_driver=driver_id,
+                poll_interval=self.poll_interval,
+            )  # fmt: skip
+        try:
+            cluster.registry.wait_healthy(spec.name, timeout=self.health_timeout,
+                                          since_driver=driver_id)  # fmt: skip
+        except JobError as exc:
+            raise JobNotHealthy(str(exc)) from exc
+        return driver_id
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> str | None:
+        """A failed start is retryable here: the retry replaces this run's failed driver."""
+        return health_outcome(event, JobNotHealthy)
+
+    def on_kill(self) -> None:
+        """Stop a running ``spark-submit`` client only; never kill the streaming driver."""
+        process = getattr(self._hook, "_submit_sp", None) if self._hook else None
+        if process is not None and process.poll() is None:
+            self.log.info("killing the spark-submit client (pid %s)", process.pid)
+            process.kill()
+
+
+class RequestSavepointOperator(BaseOperator):
+    """Ask ``job``'s driver for savepoint ``savepoint`` (with ``cancel``: then stop).
+
+    The request is answered at the next batch boundary; wait for it with
+    :class:`~streamops_airflow.sensors.SavepointResultSensor`. The intent (savepoint name and
+    request id) is recorded in ``jobs/<job>/<procedure>.json``: a retried task whose request
+    is pending or answered returns that request instead of sending a second one.
+    Returns the request id.
+    """
+
+    template_fields: Sequence[str] = ("job", "savepoint")
+
+    def __init__(
+        self, *, job: str, savepoint: str, cancel: bool = True, procedure: str = "savepoint",
+        request_timeout: float = 180.0,
+        spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        super().__init__(**kwargs)
+        self.job = job
+        self.savepoint = savepoint
+        self.cancel = cancel
+        self.procedure = procedure
+        self.request_timeout = request_timeout
+        self.spark_standalone_conn_id = spark_standalone_conn_id
+
+    @property
+    def phase(self) -> str:
+        return "savepoint-with-cancel" if self.cancel else "savepoint"
+
+    def execute(self, context: Context) -> str:
+        hook = SparkStandaloneHook(self.spark_standalone_conn_id)
+        settings = hook.settings
+        owner = run_owner(context)
+        previous = self._previous_request(settings, owner)
+        if previous:
+            self.log.info("savepoint %s of %s was requested by a previous try (%s): resuming",
+                          self.savepoint, self.job, previous)  # fmt: skip
+            return previous
+        view = hook.job(self.job)
+        if not view.is_live:
+            raise ProcedureFailed(
+                f"job {self.job} is not running (state {view.state}); nothing to savepoint"
+            )
+        try:
+            savepoints.get_savepoint(settings.layout, self.savepoint)
+        except SavepointNotFound:
+            pass
+        else:
+            raise ProcedureFailed(f"savepoint {self.savepoint} exists already; pick another name")
+        fields = {"savepoint": self.savepoint, "cancel": self.cancel, "owner": owner}
+        record_intent(settings, self.job, self.procedure, self.phase, **fields)
+        request = control.send_request(settings.layout, self.job, "savepoint",
+                                       name=self.savepoint, cancel=self.cancel,
+                                       timeout=self.request_timeout)  # fmt: skip
+        record_intent(settings, self.job, self.procedure, self.phase, request=request.id, **fields)
+        return request.id
+
+    def _previous_request(self, settings: Settings, owner: str) -> str | None:
+        intent = read_intent(settings, self.job, self.procedure)
+        request = intent.get("request")
+        if intent.get("phase") != self.phase or intent.get("savepoint") != self.savepoint:
+            return None
+        if intent.get("owner") != owner:
+            return None
+        if not request:
+            return None
+        result = control.read_result(settings.layout, self.job, request)
+        return request if result is None or result.ok else None

@@ -1,0 +1,121 @@
+"""Sensors: wait for a job to be healthy, wait for the answer to a savepoint request.
+
+:class:`JobHealthySensor` can defer (``deferrable=True``) to :class:`JobHealthyTrigger`: a job
+takes a minute or more to become healthy and the wait should not hold a worker slot. The
+savepoint answer comes within seconds of a batch boundary, so its sensor pokes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
+
+from streamops import control
+from streamops_airflow.exceptions import ProcedureFailed
+from streamops_airflow.hooks import SparkStandaloneHook
+from streamops_airflow.triggers import (
+    defer_until_healthy,
+    health_outcome,
+    health_verdict,
+    stage_batches,
+)
+
+
+def _optional(value: Any) -> str | None:
+    """A templated driver id: empty, ``None`` or ``"None"`` mean "any driver"."""
+    return None if value in (None, "", "None") else str(value)
+
+
+class JobHealthySensor(BaseSensorOperator):
+    """Wait until ``job`` is healthy (every stage ready), optionally a run of ``since_driver``.
+
+    Fails at once (no more poking) when the job's driver ends or the job fails on start.
+    Returns the healthy driver's id.
+    """
+
+    template_fields: Sequence[str] = ("job", "since_driver")
+
+    def __init__(
+        self, *, job: str, since_driver: str | None = None,
+        spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
+        deferrable: bool = False, poke_interval: float = 5.0, timeout: float = 300.0,
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
+        self.job = job
+        self.since_driver = since_driver
+        self.spark_standalone_conn_id = spark_standalone_conn_id
+        self.deferrable = deferrable
+
+    def execute(self, context: Context) -> Any:
+        if self.deferrable:
+            hook = SparkStandaloneHook(self.spark_standalone_conn_id)
+            defer_until_healthy(self, hook.settings, self.job, timeout=float(self.timeout),
+                                since_driver=_optional(self.since_driver),
+                                poll_interval=float(self.poke_interval))  # fmt: skip
+        return super().execute(context)
+
+    def poke(self, context: Context) -> bool | PokeReturnValue:
+        hook = SparkStandaloneHook(self.spark_standalone_conn_id)
+        view = hook.job(self.job)
+        verdict = health_verdict(view, _optional(self.since_driver))
+        if verdict is None:
+            self.log.info("job %s not healthy yet: state %s, driver %s, stages %s",
+                          self.job, view.state, view.driver_state, stage_batches(view))  # fmt: skip
+            return False
+        status, message = verdict
+        if status != "healthy":
+            detail = hook.registry.failure_detail(view, _optional(self.since_driver))
+            raise ProcedureFailed(f"{message}. {detail}")
+        self.log.info("%s", message)
+        return PokeReturnValue(is_done=True, xcom_value=view.driver_id)
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> str | None:
+        return health_outcome(event)
+
+
+class SavepointResultSensor(BaseSensorOperator):
+    """Wait for the driver's answer to savepoint request ``request_id`` of ``job``.
+
+    With ``cancel`` it also waits until the job has stopped (the driver stops only after the
+    copy is verified). Fails at once on a failed answer or a driver that went away.
+    Returns the answer's detail (savepoint name, batches, duration).
+    """
+
+    template_fields: Sequence[str] = ("job", "request_id")
+
+    def __init__(
+        self, *, job: str, request_id: str, cancel: bool = False,
+        spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
+        poke_interval: float = 2.0, timeout: float = 300.0, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
+        self.job = job
+        self.request_id = request_id
+        self.cancel = cancel
+        self.spark_standalone_conn_id = spark_standalone_conn_id
+
+    def poke(self, context: Context) -> bool | PokeReturnValue:
+        hook = SparkStandaloneHook(self.spark_standalone_conn_id)
+        result = control.read_result(hook.settings.layout, self.job, self.request_id)
+        live = hook.job(self.job).is_live
+        if result is None:
+            if not live:
+                raise ProcedureFailed(
+                    f"job {self.job}: the driver went away before answering savepoint request "
+                    f"{self.request_id}; restart it with the restart_job DAG (last-checkpoint)"
+                )
+            self.log.info("waiting for job %s to answer savepoint request %s (next batch "
+                          "boundary)", self.job, self.request_id)  # fmt: skip
+            return False
+        if not result.ok:
+            raise ProcedureFailed(
+                f"job {self.job}: savepoint request {self.request_id} failed: {result.message}"
+            )
+        if self.cancel and live:
+            self.log.info("savepoint of %s is verified; waiting for the job to stop", self.job)
+            return False
+        self.log.info("job %s: %s %s", self.job, result.message, result.detail)
+        return PokeReturnValue(is_done=True, xcom_value={"request_id": result.id, **result.detail})

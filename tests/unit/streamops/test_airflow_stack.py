@@ -1,0 +1,72 @@
+"""The embedded Airflow's configuration: options from the environment, the password and
+secrets files (0600, generated once), the environment every Airflow process gets, and the
+wrapper that keeps a stable command line. Nothing here starts Airflow (see tests/e2e)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from streamops.airflow_stack import AirflowOptions, AirflowStack
+from streamops.exceptions import ConfigError
+from streamops.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings.from_env({}, state_root=str(tmp_path / "state"), rest_port=16066)
+
+
+def test_options_from_env() -> None:
+    opts = AirflowOptions.from_env({"STREAMOPS_AIRFLOW_PORT": "9099"})
+    assert (opts.url, opts.password) == ("http://127.0.0.1:9099", None)
+    assert AirflowOptions.from_env({}).port == 8088
+    with pytest.raises(ConfigError, match="STREAMOPS_AIRFLOW_PORT"):
+        AirflowOptions.from_env({"STREAMOPS_AIRFLOW_PORT": "eighty"})
+
+
+def test_password_is_generated_once_private_and_overridable(settings: Settings) -> None:
+    stack = AirflowStack(settings, AirflowOptions())
+    stack._ensure_password()
+    first = stack.password()
+    assert len(first) >= 12 and stack.password_file.stat().st_mode & 0o777 == 0o600
+    stack._ensure_password()
+    assert stack.password() == first, "generated once, then kept"
+    AirflowStack(settings, AirflowOptions(password="s3cret"))._ensure_password()
+    assert json.loads(stack.password_file.read_text()) == {"admin": "s3cret"}
+
+
+def test_every_process_gets_the_same_secrets_and_the_stack_settings(settings: Settings) -> None:
+    stack = AirflowStack(settings, AirflowOptions(port=9123))
+    env, again = stack.env(), stack.env()
+    assert env["AIRFLOW__API_AUTH__JWT_SECRET"] == again["AIRFLOW__API_AUTH__JWT_SECRET"]
+    assert stack.secrets_file.stat().st_mode & 0o777 == 0o600
+    assert env["AIRFLOW_HOME"] == str(settings.state_root / "airflow")
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith(f"sqlite:///{settings.state_root}")
+    assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+    assert env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] == "http://127.0.0.1:9123/execution/"
+    assert env["STREAMOPS_REST_PORT"] == "16066"
+    assert env["AIRFLOW__CORE__DAGS_FOLDER"].endswith("/dags")
+
+
+def test_supervise_passes_sigterm_on_and_returns_the_child_code(tmp_path: Path) -> None:
+    child = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(7)); " \
+            "open(sys.argv[1], 'w').close(); time.sleep(60)"  # fmt: skip
+    ready = tmp_path / "ready"
+    wrapper = "import sys; from streamops.airflow_stack import supervise; " \
+              f"sys.exit(supervise([sys.executable, '-c', {child!r}, {str(ready)!r}]))"  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", wrapper])
+    try:
+        for _ in range(200):
+            if ready.exists():
+                break
+            time.sleep(0.05)
+        proc.terminate()
+        assert proc.wait(20) == 7
+    finally:
+        proc.kill()
