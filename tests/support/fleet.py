@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from support.integration import ClusterHandle, source_positions, wait_until
+from support.integration import ClusterHandle, describe_job, source_positions, wait_until
 
 from spark_jobs.sinks import store
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
@@ -144,7 +144,10 @@ class FleetRun:
                 for p in got.values()
             )
 
-        wait_until(caught_up, timeout, f"{self.job} to read up to {final}")
+        wait_until(
+            caught_up, timeout, f"{self.job} to read up to {final}",
+            describe=lambda: describe_job(registry.view(self.job)),
+        )  # fmt: skip
 
     def check(self, avg_speed_from: dict[str, dict] | None = None) -> list[Comparison]:
         """Compare the store with the recomputation; ``avg_speed_from`` = the savepoint

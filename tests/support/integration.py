@@ -22,16 +22,32 @@ class ClusterHandle:
 
 
 def wait_until(
-    check: Callable[[], object], timeout: float, what: str, interval: float = 1.0
-) -> object:
-    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
+    check: Callable[[], object], timeout: float, what: str, interval: float = 1.0,
+    describe: Callable[[], str] | None = None,
+) -> object:  # fmt: skip
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` (and what
+    ``describe`` says of the situation then)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    detail = f"; {describe()}" if describe is not None else ""
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
+
+
+def describe_job(view: JobView) -> str:
+    """One line on a job for a failure message: state, driver, error, per-stage progress."""
+    stages = "; ".join(
+        f"{name}: batch {info.get('batch_id')} at {source_positions(view).get(name)}"
+        for name, info in view.stages.items()
+    )
+    return (
+        f"job {view.name} v{view.version} {view.state} (driver {view.driver_id} "
+        f"{view.driver_state}, last batch {view.last_batch_age}s ago, error "
+        f"{str(view.status.get('error'))[:500]}); {stages or 'no stages'}"
+    )
 
 
 def source_positions(view: JobView) -> dict[str, dict[str, object]]:
