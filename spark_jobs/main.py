@@ -39,6 +39,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="TOKEN",
         help="warm standby: build and validate, then wait for the go file of TOKEN",
     )
+    parser.add_argument(
+        "--standby-executors", type=int, default=0,
+        help="executors a standby waits for and warms up (free cores beside the old version)",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -58,19 +62,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark = SparkSession.builder.appName(spec.name).getOrCreate()
     if args.standby:
-        standby.warm_up(spark, spec, layout, module, args.standby)
+        # build once, before the savepoint exists: new stages read their start positions
+        # from the go file when their queries start
+        ctx = JobContext(
+            spark, spec, layout,
+            start_positions_file=standby.go_file(layout, spec.name, args.standby),
+        )  # fmt: skip
+        module.build(ctx)
+        standby.warm_up(ctx, args.standby, args.standby_executors)
         go = standby.wait_for_go(layout, spec.name, args.standby)
-        args.from_savepoint, positions = go.savepoint, go.positions
-    ctx = JobContext(
-        spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions
-    )
+        ctx.restored_from(go.savepoint, go.positions)
+    else:
+        ctx = JobContext(
+            spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions
+        )
+        module.build(ctx)
     ident = ctx.board.snapshot()
     log.info(
         "job %s v%s starting (driver %s, app %s)",
         spec.name, spec.version, ident.get("driver_id"), ident.get("app_id"),
     )  # fmt: skip
     try:
-        module.build(ctx)
         ctx.run()
     except lease.Fenced as exc:
         log.error("%s", exc)

@@ -29,9 +29,14 @@ log = logging.getLogger("streamops.restore")
 
 
 def savepoint_job(
-    settings: Settings, job: str, name: str, *, cancel: bool = False, timeout: float = 180.0
-) -> control.ControlResult:
-    """Take savepoint ``name`` of the running ``job``; with ``cancel``, stop it afterwards."""
+    settings: Settings, job: str, name: str, *, cancel: bool = False, timeout: float = 180.0,
+    wait_stopped: bool = True,
+) -> control.ControlResult:  # fmt: skip
+    """Take savepoint ``name`` of the running ``job``; with ``cancel``, stop it afterwards.
+
+    With ``cancel`` the driver has stopped its queries and given up its lease when this
+    returns; ``wait_stopped`` also waits for its process to end (a warm standby need not).
+    """
     registry = JobRegistry(settings)
     view = registry.view(job)
     if not view.is_live:
@@ -44,17 +49,24 @@ def savepoint_job(
     )
     log.info("job %s: savepoint %s taken in %ss (batches %s)", job, name,
              result.detail.get("duration_s"), result.detail.get("batches"))  # fmt: skip
-    if cancel:
-        # Wait for this driver to end (a warm standby of the job may be live beside it).
-        deadline = time.monotonic() + 60
-        while (
-            registry.driver_live(view.driver_id) if view.driver_id else registry.view(job).is_live
-        ):
-            if time.monotonic() > deadline:
-                raise JobError(f"job {job} still running 60s after its savepoint with cancel")
-            time.sleep(0.2)
+    if cancel and wait_stopped:
+        wait_driver_ended(settings, job, view.driver_id)
         log.info("job %s stopped after savepoint %s", job, name)
     return result
+
+
+def wait_driver_ended(
+    settings: Settings, job: str, driver_id: str | None, timeout: float = 60.0
+) -> None:
+    """Wait until ``driver_id`` (else any driver of ``job``) is no longer live on the master;
+    a warm standby of the job may be live beside it."""
+    registry = JobRegistry(settings)
+    deadline = time.monotonic() + timeout
+    while registry.driver_live(driver_id) if driver_id else registry.view(job).is_live:
+        if time.monotonic() > deadline:
+            raise JobError(f"job {job}: driver {driver_id} still running {timeout:.0f}s after "
+                           "it was told to stop")  # fmt: skip
+        time.sleep(0.2)
 
 
 def earliest_positions(manifest: savepoints.Manifest) -> dict[str, dict[str, Any]]:

@@ -40,9 +40,13 @@ def start_standby(spec: JobSpec, settings: Settings, *, timeout: float = 300.0) 
     from streamops.submit import submit_job
 
     token = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    driver = submit_job(spec, settings, extra_args=("--standby", token), standby=True)
-    ready_file = settings.layout.standby_dir(spec.name) / f"{token}.ready.json"
     registry = JobRegistry(settings)
+    executors = standby_executors(registry, spec)
+    driver = submit_job(
+        spec, settings, extra_args=("--standby", token, "--standby-executors", str(executors)),
+        standby=True,
+    )  # fmt: skip
+    ready_file = settings.layout.standby_dir(spec.name) / f"{token}.ready.json"
     deadline = time.monotonic() + timeout
     log.info("job %s: standby v%s submitted as %s; waiting until it is ready", spec.name,
              spec.version, driver)  # fmt: skip
@@ -63,6 +67,22 @@ def start_standby(spec: JobSpec, settings: Settings, *, timeout: float = 300.0) 
             abort_standby(settings, Standby(spec.name, spec.version, token, driver, {}))
             raise JobError(f"standby v{spec.version} of {spec.name} not ready after {timeout:.0f}s")
         time.sleep(0.5)
+
+
+def standby_executors(registry: JobRegistry, spec: JobSpec) -> int:
+    """How many executors a standby of ``spec`` can get beside the running version now (it
+    waits for them and warms them up); 0 (with a warning) when the cluster has no free cores,
+    so the gap will include starting executors once the old version has freed its cores."""
+    res = spec.resources
+    free = sum(w.cores - w.coresused for w in registry.client.workers() if w.state == "ALIVE")
+    wanted = res.max_cores // res.executor_cores
+    count = max(0, min(wanted, (free - res.driver_cores) // res.executor_cores))
+    if count < wanted:
+        log.warning("job %s: the cluster has %d free cores; the standby's driver takes %d and "
+                    "gets %d of its %d executors now, the rest once the old version stops "
+                    "(the upgrade gap then includes their start-up)", spec.name, free,
+                    res.driver_cores, count, wanted)  # fmt: skip
+    return count
 
 
 def release_standby(
@@ -86,4 +106,3 @@ def abort_standby(settings: Settings, standby: Standby) -> None:
     registry = JobRegistry(settings)
     log.warning("job %s: aborting standby %s", standby.job, standby.driver_id)
     registry.client.kill_submission(standby.driver_id)
-

@@ -21,7 +21,7 @@ from streamops.intents import record_intent
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.layout import read_json
 from streamops.planner import UpgradePlan, describe_spec_stages
-from streamops.restore import savepoint_job, start_from_savepoint
+from streamops.restore import savepoint_job, start_from_savepoint, wait_driver_ended
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.standby import Standby, abort_standby, release_standby, start_standby
@@ -131,9 +131,12 @@ def upgrade(
                 f"v{old_spec.version} was not stopped"
             ) from exc
     _record(settings, job, "savepoint-with-cancel", **base)
+    old_driver = JobRegistry(settings).view(job).driver_id
     t0 = time.monotonic()
     try:
-        savepoint_job(settings, job, name, cancel=True)
+        # a warm standby starts as soon as the old driver has stopped writing and given up
+        # its lease; its JVM ends meanwhile
+        savepoint_job(settings, job, name, cancel=True, wait_stopped=ready is None)
     except StreamopsError:
         if ready is not None:
             abort_standby(settings, ready)
@@ -144,6 +147,7 @@ def upgrade(
         if ready is not None:
             release_standby(settings, ready, name, new_stages)
             driver = ready.driver_id
+            wait_driver_ended(settings, job, old_driver)
             JobRegistry(settings).wait_healthy(job, timeout=health_timeout, since_driver=driver)
         else:
             driver = start_from_savepoint(

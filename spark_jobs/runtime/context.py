@@ -74,6 +74,7 @@ class JobContext:
         *,
         from_savepoint: str | None = None,
         start_positions: dict[str, dict[str, Any]] | None = None,
+        start_positions_file: Path | None = None,
     ) -> None:
         self.spark = spark
         self.spec = spec
@@ -82,6 +83,8 @@ class JobContext:
         self.stages: list[Stage] = []
         self.from_savepoint = from_savepoint
         self.start_positions = start_positions or {}
+        self.start_positions_file = start_positions_file
+        self._descriptors: dict[str, dict[str, Any] | None] = {}
         self.board = StatusBoard(layout, spec.name, self._identity())
         self.control = ControlLoop(self)
         self.lease: lease.Lease | None = None
@@ -99,12 +102,21 @@ class JobContext:
 
         ``start_offset`` is where a stage without a checkpoint starts (a stage added by an
         upgrade starts at the savepoint's position); Spark ignores it once a checkpoint
-        exists, so it is safe to give to every stage.
+        exists, so it is safe to give to every stage. ``start_offsets_file`` is read when the
+        query starts instead (a warm standby builds its stages before the savepoint exists).
         """
         opts = {"source_id": source_id, "pause_file": str(self.layout.pause_file(self.job))}
         if source_id in self.start_positions:
             opts["start_offset"] = json.dumps(self.start_positions[source_id])
+        if self.start_positions_file is not None:
+            opts["start_offsets_file"] = str(self.start_positions_file)
         return opts
+
+    def restored_from(self, savepoint: str, positions: dict[str, dict[str, Any]]) -> None:
+        """Record the savepoint a warm standby was released from (its stages are built)."""
+        self.from_savepoint = savepoint
+        self.start_positions = positions
+        self.board.identify(from_savepoint=savepoint)
 
     @property
     def job(self) -> str:
@@ -139,7 +151,13 @@ class JobContext:
         self.stages.append(Stage(name, frame, sink, output_mode, stateful))
 
     def describe(self, stage: str) -> dict[str, Any] | None:
-        """The stage's state descriptor (operators, keys, aggregates), for plans and manifests."""
+        """The stage's state descriptor (operators, keys, aggregates), for plans and manifests
+        (computed once: a stage's plan does not change while the job runs)."""
+        if stage not in self._descriptors:
+            self._descriptors[stage] = self._describe(stage)
+        return self._descriptors[stage]
+
+    def _describe(self, stage: str) -> dict[str, Any] | None:
         try:
             from spark_jobs.runtime.describe import describe_stage
 
@@ -218,6 +236,7 @@ class JobContext:
     def acquire_lease(self, wait: float | None = None) -> None:
         """Take the job's lease; wait out a stale holder (a relaunch after a crash)."""
         deadline = time.monotonic() + (wait if wait is not None else lease.DEFAULT_TTL * 1.5)
+        waited = False
         while True:
             try:
                 self.lease = lease.acquire(self.layout, self.job, self.holder,
@@ -228,8 +247,11 @@ class JobContext:
             except lease.Fenced:
                 if time.monotonic() > deadline:
                     raise
-                log.info("job %s: lease held by a live driver; waiting for it to expire", self.job)
-                time.sleep(2.0)
+                if not waited:
+                    log.info("job %s: lease held by a live driver; waiting until it is released "
+                             "or expires", self.job)  # fmt: skip
+                waited = True
+                time.sleep(0.25)
 
     def _check_lease(self) -> None:
         if self.lease is not None:
@@ -243,6 +265,7 @@ class JobContext:
     def release_lease(self) -> None:
         if self.lease is not None:
             lease.release(self.layout, self.lease)
+            self.lease = None
 
     def _fenced(self, sink: BatchSink) -> BatchSink:
         def write(batch: DataFrame, batch_id: int) -> None:

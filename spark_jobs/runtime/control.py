@@ -67,6 +67,9 @@ class ControlLoop:
                     q.stop()
                 ctx.board.set_state("STOPPED", stopped_at=time.time(), stopped_by=request.id,
                                     savepoint=detail.get("savepoint"))  # fmt: skip
+                # nothing more is written: the next version (a warm standby waiting on this
+                # answer) may take the lease at once instead of after this JVM has exited
+                ctx.release_lease()
                 self._answer(request, True, "job stopped at a batch boundary", detail)
                 return True
             self._answer(request, True, "savepoint written; job resumed", detail)

@@ -72,9 +72,7 @@ def drain(
         seen = {name: stage_boundary(checkpoints[name]) for name in queries}
         idle = all(not q.status.get("isTriggerActive") for q in queries.values())
         at_boundary = all(planned == done for planned, done in seen.values())
-        quiet = idle_at is not None and all(
-            (idle_at(name) or 0.0) >= paused_at for name in queries
-        )
+        quiet = idle_at is not None and all((idle_at(name) or 0.0) >= paused_at for name in queries)
         if idle and at_boundary and (quiet or seen == last_seen):
             stable_since = stable_since or time.monotonic()
             if quiet or time.monotonic() - stable_since >= trigger_s + 0.5:

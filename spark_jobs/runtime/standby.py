@@ -1,28 +1,34 @@
 """Warm standby: a new version's driver that is up before the old one stops.
 
 Started with ``--standby TOKEN``, the driver creates its Spark session, imports the job and
-builds its stages once to validate them (plans analysed, state descriptors computed), writes
-``<job>/standby/TOKEN.ready.json`` and waits. It writes nothing else and holds no lease: the old
-version keeps running untouched. When the ops side has taken the savepoint (old version stopped)
-and prepared the checkpoints, it writes ``TOKEN.go.json`` with the savepoint name and start
-positions; the driver then builds its stages for real and runs. The upgrade gap is then only the
-savepoint and the first batches, not the JVM, Python and session start-up.
+builds its stages once to validate them (plans analysed, state descriptors computed), waits
+for its executors and starts their Python workers (the first batch of a Python source would
+otherwise pay for both), writes ``<job>/standby/TOKEN.ready.json`` and waits. It writes
+nothing else and holds no lease: the old version keeps running untouched. When the ops side
+has taken the savepoint (old version stopped, lease given up) and prepared the checkpoints, it
+writes ``TOKEN.go.json`` with the savepoint name and start positions; the driver then builds
+its stages for real and runs. The upgrade gap is then only the savepoint and the first
+batches, not the JVM, Python, executor and session start-up.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
 from streamops.layout import StateLayout, read_json, write_json_atomic
-from streamops.spec import JobSpec
+
+if TYPE_CHECKING:
+    from spark_jobs.runtime.context import JobContext
 
 log = logging.getLogger("spark_jobs.standby")
+EXECUTOR_WAIT_S = 60.0  # how long a standby waits for its executors before it reports ready
 
 
 @dataclass(frozen=True)
@@ -31,17 +37,19 @@ class Go:
     positions: dict[str, dict[str, Any]]
 
 
-def warm_up(
-    spark: SparkSession, spec: JobSpec, layout: StateLayout, module: ModuleType, token: str
-) -> None:
-    """Build and describe every stage once (nothing starts), then announce readiness."""
-    from spark_jobs.runtime.context import JobContext
+def go_file(layout: StateLayout, job: str, token: str) -> Path:
+    """Written by the ops side to release standby ``token``: savepoint name and positions."""
+    return layout.standby_dir(job) / f"{token}.go.json"
 
+
+def warm_up(ctx: JobContext, token: str, executors: int = 0) -> None:
+    """With ``ctx``'s stages built (nothing started): describe them, wait for ``executors``
+    executors and warm them up, then announce readiness."""
     started = time.monotonic()
-    dry = JobContext(spark, spec, layout)
-    module.build(dry)
-    stages = {stage.name: dry.describe(stage.name) for stage in dry.stages}
-    ident = dry.board.snapshot()
+    spec, layout = ctx.spec, ctx.layout
+    stages = {stage.name: ctx.describe(stage.name) for stage in ctx.stages}
+    count = warm_executors(ctx.spark, executors)
+    ident = ctx.board.snapshot()
     write_json_atomic(
         layout.standby_dir(spec.name) / f"{token}.ready.json",
         {
@@ -50,17 +58,44 @@ def warm_up(
             "driver_id": ident.get("driver_id"),
             "app_id": ident.get("app_id"),
             "stages": stages,
+            "executors": count,
             "warm_up_s": round(time.monotonic() - started, 2),
             "at": time.time(),
         },
     )
-    log.info("job %s v%s: standby %s ready (%d stages)", spec.name, spec.version, token,
-             len(stages))  # fmt: skip
+    log.info("job %s v%s: standby %s ready (%d stages, %d executors)", spec.name, spec.version,
+             token, len(stages), count)  # fmt: skip
+
+
+def executor_count(spark: SparkSession) -> int:
+    """Executors registered with this driver (the driver's own block manager excluded)."""
+    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # type: ignore[union-attr]
+
+
+def warm_executors(spark: SparkSession, expected: int, wait_s: float = EXECUTOR_WAIT_S) -> int:
+    """Wait until ``expected`` executors registered (or ``wait_s`` passed), then run one small
+    Python job over every core so each executor's Python daemon and workers are up."""
+    deadline = time.monotonic() + wait_s
+    count = executor_count(spark)
+    while count < expected and time.monotonic() < deadline:
+        time.sleep(0.25)
+        count = executor_count(spark)
+    if count == 0:
+        if expected:
+            log.warning("standby: no executor registered within %.0fs: its first batch will "
+                        "wait for them", wait_s)  # fmt: skip
+        return 0
+    slots = max(spark.sparkContext.defaultParallelism, count)
+    pids = spark.sparkContext.parallelize(range(slots * 2), slots * 2).map(
+        lambda _: os.getpid()
+    ).distinct().count()  # fmt: skip
+    log.info("standby: %d executor(s) up, %d Python worker(s) started", count, pids)
+    return count
 
 
 def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.1) -> Go:
     """Block until the ops side releases this standby with a savepoint to start from."""
-    path = layout.standby_dir(job) / f"{token}.go.json"
+    path = go_file(layout, job, token)
     while True:
         doc = read_json(path)
         if doc:

@@ -42,6 +42,12 @@ class StatusBoard:
             self._doc.update(state=state, **extra)
             self._flush()
 
+    def identify(self, **fields: Any) -> None:
+        """Change who this run is (e.g. ``from_savepoint``); written with the next change, so
+        a warm standby writes nothing before it holds the lease."""
+        with self._lock:
+            self._doc.update(fields)
+
     def annotate(self, **fields: Any) -> None:
         """Add job-level facts to the status (e.g. ``classpath_release``)."""
         with self._lock:

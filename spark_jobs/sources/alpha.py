@@ -10,14 +10,14 @@ appears is never read; fleetsim-alpha only ever adds names above the last one.
 
 Options: ``path``, ``max_files_per_batch`` (default 200), ``files_per_partition``
 (default 20), ``start_after`` (file name; default ``""``, the beginning), ``start_offset``
-(JSON of an offset of this source, e.g. from a savepoint: where a new query starts),
-``source_id`` (stored in every offset, default ``alpha:<path>``), ``pause_file`` (while it
-exists, no new files are admitted: the query drains to a batch boundary and idles).
+(JSON of an offset of this source, e.g. from a savepoint: where a new query starts) or
+``start_offsets_file`` (see ``positions``), ``source_id`` (stored in every offset, default
+``alpha:<path>``), ``pause_file`` (while it exists, no new files are admitted: the query
+drains to a batch boundary and idles).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -25,6 +25,8 @@ from collections.abc import Iterator, Sequence
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from spark_jobs.sources.positions import recorded_start
 
 ALPHA_SCHEMA = StructType(
     [
@@ -65,14 +67,14 @@ class AlphaStreamReader(DataSourceStreamReader):
         self.start_after = options.get("start_after", "") or ""
         self.source_id = options.get("source_id") or f"alpha:{self.path}"
         self.pause_file = options.get("pause_file") or ""
-        self.start_offset = options.get("start_offset") or ""
+        self.options = dict(options)
         os.makedirs(self.path, exist_ok=True)
 
     def _offset(self, name: str) -> dict:
         return {"source": self.source_id, "file": name}
 
     def initialOffset(self) -> dict:
-        recorded = json.loads(self.start_offset) if self.start_offset else None
+        recorded = recorded_start(self.options, self.source_id)
         if recorded and "file" in recorded:
             return self._offset(str(recorded["file"]))
         return self._offset(self.start_after)

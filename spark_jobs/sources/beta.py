@@ -9,9 +9,10 @@ sequence fails the query with the missing range: records are never skipped silen
 Options: ``url`` (…/pings), ``max_records_per_batch`` (default 50000), ``partition_size``
 (default 10000), ``start_sequence`` (offset of a new query; default: just before the
 oldest record the server holds), ``start_offset`` (JSON of an offset of this source, e.g.
-from a savepoint: where a new query starts), ``timeout`` (seconds, default 10),
-``source_id`` (stored in every offset, default ``beta:<url>``), ``pause_file`` (while it
-exists, nothing new is admitted: the query drains to a batch boundary and idles).
+from a savepoint: where a new query starts) or ``start_offsets_file`` (see ``positions``),
+``timeout`` (seconds, default 10), ``source_id`` (stored in every offset, default
+``beta:<url>``), ``pause_file`` (while it exists, nothing new is admitted: the query drains
+to a batch boundary and idles).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from spark_jobs.sources.positions import recorded_start
 
 BETA_SCHEMA = StructType(
     [StructField("sequence", LongType(), False), StructField("raw", StringType(), False)]
@@ -107,13 +110,13 @@ class BetaStreamReader(DataSourceStreamReader):
         self.start_sequence = options.get("start_sequence")
         self.source_id = options.get("source_id") or f"beta:{self.url}"
         self.pause_file = options.get("pause_file") or ""
-        self.start_offset = options.get("start_offset") or ""
+        self.options = dict(options)
 
     def _offset(self, sequence: int) -> dict:
         return {"source": self.source_id, "sequence": sequence}
 
     def initialOffset(self) -> dict:
-        recorded = json.loads(self.start_offset) if self.start_offset else None
+        recorded = recorded_start(self.options, self.source_id)
         if recorded and "sequence" in recorded:
             return self._offset(int(recorded["sequence"]))
         if self.start_sequence not in (None, ""):

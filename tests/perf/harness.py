@@ -21,15 +21,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def bench_cluster(prefix: str, worker_memory: str = "3g") -> tuple[Path, Settings, LocalCluster]:
-    """A fresh state root, settings on free ports, and a 2-worker cluster (not yet started)."""
+def bench_cluster(
+    prefix: str, worker_memory: str = "3g", worker_cores: int = 4
+) -> tuple[Path, Settings, LocalCluster]:
+    """A fresh state root, settings on free ports, and a 2-worker cluster (not yet started).
+
+    Four cores a worker (Spark's slots, not the machine's), as in ``config/cluster/local.yaml``:
+    a warm standby then gets its executors beside the running version."""
     root = Path(tempfile.mkdtemp(prefix=prefix))
     settings = Settings.from_env(
         {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
         rest_port=free_port(),
     )  # fmt: skip
     profile = ClusterProfile.from_mapping(
-        {"workers": 2, "worker_cores": 2, "worker_memory": worker_memory,
+        {"workers": 2, "worker_cores": worker_cores, "worker_memory": worker_memory,
          "worker_webui_port_base": 0}
     )  # fmt: skip
     return root, settings, LocalCluster(settings, profile)
