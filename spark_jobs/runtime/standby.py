@@ -13,6 +13,7 @@ batches, not the JVM, Python, executor and session start-up.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import time
@@ -48,7 +49,7 @@ def warm_up(ctx: JobContext, token: str, executors: int = 0) -> None:
     started = time.monotonic()
     spec, layout = ctx.spec, ctx.layout
     stages = {stage.name: ctx.describe(stage.name) for stage in ctx.stages}
-    count = warm_executors(ctx.spark, executors)
+    count = warm_executors(ctx.spark, executors, spec.entrypoint)
     ident = ctx.board.snapshot()
     write_json_atomic(
         layout.standby_dir(spec.name) / f"{token}.ready.json",
@@ -72,9 +73,12 @@ def executor_count(spark: SparkSession) -> int:
     return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # type: ignore[union-attr]
 
 
-def warm_executors(spark: SparkSession, expected: int, wait_s: float = EXECUTOR_WAIT_S) -> int:
+def warm_executors(
+    spark: SparkSession, expected: int, module: str | None = None, wait_s: float = EXECUTOR_WAIT_S
+) -> int:
     """Wait until ``expected`` executors registered (or ``wait_s`` passed), then run one small
-    Python job over every core so each executor's Python daemon and workers are up."""
+    Python job over every core so each executor's Python daemon and workers are up, with the
+    job's ``module`` (and so its sources) imported."""
     deadline = time.monotonic() + wait_s
     count = executor_count(spark)
     while count < expected and time.monotonic() < deadline:
@@ -86,9 +90,13 @@ def warm_executors(spark: SparkSession, expected: int, wait_s: float = EXECUTOR_
                         "wait for them", wait_s)  # fmt: skip
         return 0
     slots = max(spark.sparkContext.defaultParallelism, count)
-    pids = spark.sparkContext.parallelize(range(slots * 2), slots * 2).map(
-        lambda _: os.getpid()
-    ).distinct().count()  # fmt: skip
+
+    def touch(_: int) -> int:
+        if module:
+            importlib.import_module(module)
+        return os.getpid()
+
+    pids = spark.sparkContext.parallelize(range(slots * 2), slots * 2).map(touch).distinct().count()
     log.info("standby: %d executor(s) up, %d Python worker(s) started", count, pids)
     return count
 
