@@ -66,12 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         # from the go file when their queries start
         ctx = JobContext(
             spark, spec, layout,
-            start_positions_file=standby.go_file(layout, spec.name, args.standby),
+            start_positions_file=layout.standby_go_file(spec.name, args.standby),
         )  # fmt: skip
         module.build(ctx)
         standby.warm_up(ctx, args.standby, args.standby_executors)
-        go = standby.wait_for_go(layout, spec.name, args.standby)
-        ctx.restored_from(go.savepoint, go.positions)
+        ctx.restored_from(standby.wait_for_go(layout, spec.name, args.standby))
     else:
         ctx = JobContext(
             spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions

@@ -86,6 +86,14 @@ class StateLayout:
         """Warm-standby handshake: ``<token>.ready.json`` (driver) and ``<token>.go.json`` (ops)."""
         return self.job_dir(job) / "standby"
 
+    def standby_ready_file(self, job: str, token: str) -> Path:
+        """Written by a warm standby once it is ready (stages, executors, warm-up time)."""
+        return self.standby_dir(job) / f"{token}.ready.json"
+
+    def standby_go_file(self, job: str, token: str) -> Path:
+        """Written by the ops side to release a standby: savepoint name and start positions."""
+        return self.standby_dir(job) / f"{token}.go.json"
+
     def lease_file(self, job: str) -> Path:
         return self.job_dir(job) / "lease.json"
 

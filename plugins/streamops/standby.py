@@ -46,7 +46,7 @@ def start_standby(spec: JobSpec, settings: Settings, *, timeout: float = 300.0) 
         spec, settings, extra_args=("--standby", token, "--standby-executors", str(executors)),
         standby=True,
     )  # fmt: skip
-    ready_file = settings.layout.standby_dir(spec.name) / f"{token}.ready.json"
+    ready_file = settings.layout.standby_ready_file(spec.name, token)
     deadline = time.monotonic() + timeout
     log.info("job %s: standby v%s submitted as %s; waiting until it is ready", spec.name,
              spec.version, driver)  # fmt: skip
@@ -94,7 +94,7 @@ def release_standby(
     log.info("%s", plan.render())
     prepare_checkpoints(settings, standby.job, plan)
     write_json_atomic(
-        settings.layout.standby_dir(standby.job) / f"{standby.token}.go.json",
+        settings.layout.standby_go_file(standby.job, standby.token),
         {"savepoint": savepoint, "positions": plan.positions, "at": time.time()},
     )
     log.info("job %s: standby %s released from savepoint %s", standby.job, standby.driver_id,

@@ -112,10 +112,10 @@ class JobContext:
             opts["start_offsets_file"] = str(self.start_positions_file)
         return opts
 
-    def restored_from(self, savepoint: str, positions: dict[str, dict[str, Any]]) -> None:
-        """Record the savepoint a warm standby was released from (its stages are built)."""
+    def restored_from(self, savepoint: str) -> None:
+        """Record the savepoint a warm standby was released from (its stages are built; their
+        sources read the start positions from ``start_positions_file``)."""
         self.from_savepoint = savepoint
-        self.start_positions = positions
         self.board.identify(from_savepoint=savepoint)
 
     @property

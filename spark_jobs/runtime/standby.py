@@ -17,9 +17,7 @@ import importlib
 import logging
 import os
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
@@ -32,17 +30,6 @@ log = logging.getLogger("spark_jobs.standby")
 EXECUTOR_WAIT_S = 60.0  # how long a standby waits for its executors before it reports ready
 
 
-@dataclass(frozen=True)
-class Go:
-    savepoint: str
-    positions: dict[str, dict[str, Any]]
-
-
-def go_file(layout: StateLayout, job: str, token: str) -> Path:
-    """Written by the ops side to release standby ``token``: savepoint name and positions."""
-    return layout.standby_dir(job) / f"{token}.go.json"
-
-
 def warm_up(ctx: JobContext, token: str, executors: int = 0) -> None:
     """With ``ctx``'s stages built (nothing started): describe them, wait for ``executors``
     executors and warm them up, then announce readiness."""
@@ -52,7 +39,7 @@ def warm_up(ctx: JobContext, token: str, executors: int = 0) -> None:
     count = warm_executors(ctx.spark, executors, spec.entrypoint)
     ident = ctx.board.snapshot()
     write_json_atomic(
-        layout.standby_dir(spec.name) / f"{token}.ready.json",
+        layout.standby_ready_file(spec.name, token),
         {
             "token": token,
             "version": spec.version,
@@ -101,13 +88,13 @@ def warm_executors(
     return count
 
 
-def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.1) -> Go:
+def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.1) -> str:
     """Block until the ops side releases this standby with a savepoint to start from."""
-    path = go_file(layout, job, token)
+    path = layout.standby_go_file(job, token)
     while True:
         doc = read_json(path)
         if doc:
             log.info("job %s: standby %s released, starting from savepoint %s", job, token,
                      doc["savepoint"])  # fmt: skip
-            return Go(savepoint=str(doc["savepoint"]), positions=dict(doc.get("positions") or {}))
+            return str(doc["savepoint"])
         time.sleep(poll)
