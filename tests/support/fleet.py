@@ -16,8 +16,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from support.integration import ClusterHandle, describe_job, source_positions, wait_until
+from support.integration import ClusterHandle, describe_job, wait_until
 
+from spark_jobs.runtime.savepointing import committed_offsets, last_batch
 from spark_jobs.sinks import store
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.fleet import Ping
@@ -138,7 +139,9 @@ class FleetRun:
         registry = self.cluster.registry
 
         def caught_up() -> bool:
-            got = source_positions(registry.view(self.job))
+            # from the checkpoints, not the status: a restored stage that found nothing new
+            # commits no batch in its run, so its status has no positions
+            got = self.committed_positions(registry.view(self.job).stages)
             return bool(got) and all(
                 p.get("file") == final["file"] and p.get("sequence") == final["sequence"]
                 for p in got.values()
@@ -148,6 +151,18 @@ class FleetRun:
             caught_up, timeout, f"{self.job} to read up to {final}",
             describe=lambda: describe_job(registry.view(self.job)),
         )  # fmt: skip
+
+    def committed_positions(self, stages: Any) -> dict[str, dict[str, object]]:
+        """Per stage, the end offsets of its last committed batch, merged into one dict."""
+        layout = self.cluster.settings.layout
+        out: dict[str, dict[str, object]] = {}
+        for stage in stages:
+            checkpoint = layout.checkpoint(self.job, stage)
+            merged: dict[str, object] = {}
+            for offset in committed_offsets(checkpoint, last_batch(checkpoint / "commits")):
+                merged.update(offset)
+            out[stage] = merged
+        return out
 
     def check(self, avg_speed_from: dict[str, dict] | None = None) -> list[Comparison]:
         """Compare the store with the recomputation; ``avg_speed_from`` = the savepoint
