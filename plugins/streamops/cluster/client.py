@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from streamops.exceptions import ClusterError, ClusterNotRunning
 from streamops.settings import Settings
@@ -167,6 +169,16 @@ def submission_request(
     }
 
 
+def _session() -> requests.Session:
+    """HTTP to the master: a GET whose answer was lost (the master's Jetty closing a kept-alive
+    connection, seen under load) is sent again; a refused connection still fails at once."""
+    retry = Retry(total=2, connect=0, read=2, status=0, redirect=0, backoff_factor=0.2,
+                  allowed_methods=frozenset({"GET"}))  # fmt: skip
+    session = requests.Session()
+    session.mount("http://", HTTPAdapter(max_retries=retry))
+    return session
+
+
 class MasterClient:
     """Reads the master's state and submits, kills and queries cluster-mode drivers."""
 
@@ -179,7 +191,7 @@ class MasterClient:
         self.webui_url = settings.webui_url
         self.rest_url = settings.rest_url
         self.timeout = timeout
-        self._http = session or requests.Session()
+        self._http = session or _session()
 
     # --- transport -------------------------------------------------------------------
     def _request(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
