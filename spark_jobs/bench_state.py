@@ -1,9 +1,10 @@
 """bench-state: one stateful stage holding exactly ``keys`` keys, for savepoint benchmarks.
 
 A runtime-aware generator source (honours the pause file, so savepoints drain it like any
-job) emits ``rows_per_batch`` rows per batch cycling over ``keys`` keys; the ``counts``
-stage keeps a count and a sum per key (Spark state: ``keys`` rows). Args: ``keys``,
-``rows_per_batch``.
+job) emits ``rows_per_batch`` rows per batch cycling over ``keys`` keys until every key was
+seen, then ``trickle_rows`` per batch (a large state with a modest input rate); the
+``counts`` stage keeps a count and a sum per key (Spark state: ``keys`` rows). Args:
+``keys``, ``rows_per_batch``, ``trickle_rows`` (default: ``rows_per_batch``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_jobs.runtime import JobContext
+from spark_jobs.sources.positions import REHEARSAL_RECORDS, rehearsal
 
 SCHEMA = StructType([StructField("key", LongType(), False), StructField("n", LongType(), False)])
 
@@ -32,6 +34,9 @@ class KeysReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.keys = int(options["keys"])
         self.rows = int(options.get("rows_per_batch", self.keys))
+        self.trickle = int(options.get("trickle_rows", self.rows))
+        if rehearsal(options):
+            self.rows = self.trickle = min(self.rows, REHEARSAL_RECORDS)
         self.source_id = options.get("source_id", "bench-keys")
         self.pause_file = options.get("pause_file", "")
 
@@ -41,7 +46,8 @@ class KeysReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if self.pause_file and os.path.exists(self.pause_file):
             return start
-        return {"source": self.source_id, "n": int(start["n"]) + self.rows}
+        n = int(start["n"])
+        return {"source": self.source_id, "n": n + (self.rows if n < self.keys else self.trickle)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         lo, hi = int(start["n"]), int(end["n"])
@@ -69,11 +75,14 @@ class KeysSource(DataSource):
 
 def build(ctx: JobContext) -> None:
     ctx.spark.dataSource.register(KeysSource)
+    keys = ctx.args.get("keys", 10000)
+    rows = ctx.args.get("rows_per_batch", keys)
     frame: DataFrame = (
         ctx.spark.readStream.format("bench_keys")
         .options(**ctx.source_options("bench-keys"))
-        .option("keys", str(ctx.args.get("keys", 10000)))
-        .option("rows_per_batch", str(ctx.args.get("rows_per_batch", ctx.args.get("keys", 10000))))
+        .option("keys", str(keys))
+        .option("rows_per_batch", str(rows))
+        .option("trickle_rows", str(ctx.args.get("trickle_rows", rows)))
         .load()
     )
     counts = frame.groupBy("key").agg(F.count(F.lit(1)).alias("c"), F.sum("n").alias("s"))

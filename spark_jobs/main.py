@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             start_positions_file=layout.standby_go_file(spec.name, args.standby),
         )  # fmt: skip
         module.build(ctx)
-        standby.warm_up(ctx, args.standby, args.standby_executors)
+        standby.warm_up(ctx, args.standby, args.standby_executors, build=module.build)
         ctx.restored_from(standby.wait_for_go(layout, spec.name, args.standby))
     else:
         ctx = JobContext(

@@ -32,6 +32,7 @@ from streamops.layout import read_json
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.stack import running_service, start_service, stop_services
 
+CONNECT_ARGS_PATH = "streamops.airflow_db.SQLITE_CONNECT_ARGS"  # Airflow imports it
 log = logging.getLogger("streamops.airflow")
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -159,6 +160,8 @@ class AirflowStack:
             **self.settings.to_env(),
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+            # wait for SQLite's lock instead of failing after 5 s when four processes write
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": CONNECT_ARGS_PATH,
             "AIRFLOW__CORE__DAGS_FOLDER": str(o.dags_folder),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(o.plugins_folder),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

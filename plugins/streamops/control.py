@@ -95,11 +95,16 @@ def wait_result(
     request: ControlRequest,
     *,
     still_alive: Callable[[], bool] | None = None,
-    poll: float = 0.5,
+    poll: float = 0.1,
+    alive_every: float = 1.0,
 ) -> ControlResult:
-    """Wait for the driver's answer; raise on failure, timeout, or a driver that went away."""
+    """Wait for the driver's answer; raise on failure, timeout, or a driver that went away.
+
+    The answer file is looked for every ``poll`` seconds, ``still_alive`` (which may ask the
+    master) asked every ``alive_every`` seconds."""
     deadline = time.monotonic() + request.timeout_s + 10.0
     next_log = time.monotonic() + 10.0
+    next_alive = time.monotonic() + alive_every
     while True:
         data = read_json(_result_path(layout, job, request.id))
         if data is not None:
@@ -109,10 +114,13 @@ def wait_result(
                     f"job {job}: {request.kind} {request.id} failed: {result.message}"
                 )
             return result
-        if still_alive is not None and not still_alive():
-            raise ControlFailed(
-                f"job {job}: the driver went away before answering {request.kind} {request.id}"
-            )
+        if still_alive is not None and time.monotonic() >= next_alive:
+            next_alive = time.monotonic() + alive_every
+            if not still_alive():
+                raise ControlFailed(
+                    f"job {job}: the driver went away before answering {request.kind} "
+                    f"{request.id}"
+                )
         if time.monotonic() > deadline:
             raise ControlTimeout(
                 f"job {job}: no answer to {request.kind} {request.id} within "

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from streamops.checkpoint_cut import in_cut, missing_state_versions, versioned
 from streamops.exceptions import (
     ConfigError,
     SavepointError,
@@ -204,7 +205,13 @@ def _copy_stages(
     stages: dict[str, StageEntry] = {}
     listed: list[tuple[str, int]] = []
     for stage in sorted(stage_dirs):
-        copied = linker.tree(Path(stage_dirs[stage]), partial / "stages" / stage, f"stage {stage}")
+        batch = entries[stage].get("batch_id")
+        copied = linker.tree(Path(stage_dirs[stage]), partial / "stages" / stage,
+                             f"stage {stage}", cut=True, batch=batch)  # fmt: skip
+        gaps = missing_state_versions((rel for rel, _ in copied), batch)
+        if gaps:
+            raise SavepointError(f"stage {stage}: state of batch {batch} is incomplete (deleted "
+                                 f"while copying?): {', '.join(gaps[:5])}")  # fmt: skip
         listed += [(f"stages/{stage}/{rel}", size) for rel, size in copied]
         fields = {**entries[stage], "bytes": sum(s for _, s in copied), "files": len(copied)}
         try:
@@ -236,9 +243,15 @@ class _Linker:
     def __init__(self) -> None:
         self.copied = 0
 
-    def tree(self, src: Path, dst: Path, what: str) -> list[tuple[str, int]]:
+    def tree(
+        self, src: Path, dst: Path, what: str, *, cut: bool = False, batch: int | None = None
+    ) -> list[tuple[str, int]]:  # fmt: skip
         """Link ``src`` into ``dst``; ``(path relative to dst, size)`` of every file.
 
+        With ``cut``, only the files of the checkpoint as it was at that committed batch
+        (:mod:`streamops.checkpoint_cut`), while the query may go on writing: a file of some
+        batch that vanished meanwhile was deleted by Spark's maintenance as too old and is
+        left out (the state chain check then tells whether it was needed).
         Plain ``os`` calls on strings: per file, pathlib costs more than the link itself.
         """
         if not src.is_dir():
@@ -251,10 +264,18 @@ class _Linker:
                 target = os.path.join(dst, rel) if rel else str(dst)
                 os.makedirs(target, exist_ok=True)
                 for fn in sorted(filenames):
-                    if not is_spark_temp(fn):
-                        current = f"{rel}/{fn}" if rel else fn
+                    if is_spark_temp(fn):
+                        continue
+                    current = (f"{rel}/{fn}" if rel else fn).replace(os.sep, "/")
+                    if cut and not in_cut(current, batch):
+                        continue
+                    try:
                         size = self._file(os.path.join(dirpath, fn), os.path.join(target, fn))
-                        out.append((current.replace(os.sep, "/"), size))
+                    except FileNotFoundError:
+                        if not cut or versioned(current) is None:
+                            raise
+                        continue
+                    out.append((current, size))
         except OSError as exc:
             where = f"file {current}" if current else str(exc.filename or src)
             raise SavepointError(f"{what}: cannot copy {where}: {exc.strerror or exc}") from exc

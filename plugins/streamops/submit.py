@@ -29,6 +29,9 @@ log = logging.getLogger("streamops.submit")
 PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
 DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "4",
+    # report every trigger that finds no new data (Spark's default: at most one per 10 s), so
+    # a stop or a savepoint with cancel knows at once that a drained stage will run no batch
+    "spark.sql.streaming.noDataProgressEventInterval": "0ms",
     "spark.sql.streaming.minBatchesToRetain": "20",
     "spark.ui.showConsoleProgress": "false",
 }

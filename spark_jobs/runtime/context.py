@@ -42,6 +42,7 @@ TRANSIENT_ERRORS = (
     "Timed out while waiting for the Python worker to connect back",
 )
 MAX_STAGE_RESTARTS = 3
+SUPERVISE_POLL_S = 0.2  # how often the driver looks at its queries and control requests
 
 
 def short_error(exc: BaseException) -> str:
@@ -75,8 +76,10 @@ class JobContext:
         from_savepoint: str | None = None,
         start_positions: dict[str, dict[str, Any]] | None = None,
         start_positions_file: Path | None = None,
+        rehearsal: bool = False,
     ) -> None:
         self.spark = spark
+        self.rehearsal = rehearsal
         self.spec = spec
         self.layout = layout
         self.args = spec.resolved_args(state_root=str(layout.root))
@@ -104,12 +107,16 @@ class JobContext:
         upgrade starts at the savepoint's position); Spark ignores it once a checkpoint
         exists, so it is safe to give to every stage. ``start_offsets_file`` is read when the
         query starts instead (a warm standby builds its stages before the savepoint exists).
+        ``rehearsal`` marks the stages of a warm standby's rehearsal (they read only the
+        newest data, :mod:`spark_jobs.sources.positions`).
         """
         opts = {"source_id": source_id, "pause_file": str(self.layout.pause_file(self.job))}
         if source_id in self.start_positions:
             opts["start_offset"] = json.dumps(self.start_positions[source_id])
         if self.start_positions_file is not None:
             opts["start_offsets_file"] = str(self.start_positions_file)
+        if self.rehearsal:
+            opts["rehearsal"] = "true"
         return opts
 
     def restored_from(self, savepoint: str) -> None:
@@ -283,7 +290,7 @@ class JobContext:
                 if self.control.poll({q.name: q for q in queries}) == "exit":
                     self.release_lease()
                     return
-                time.sleep(0.5)
+                time.sleep(SUPERVISE_POLL_S)
             failed = [q for q in queries if q.exception() is not None]
             if failed:
                 raise JobFailed(f"stage {failed[0].name} failed: {failed[0].exception()}")

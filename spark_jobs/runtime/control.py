@@ -1,8 +1,11 @@
 """The driver's side of the control protocol: savepoint and stop at a batch boundary.
 
 Polled by the supervising loop of :class:`JobContext` between checks of its queries, so
-requests are handled one at a time on one thread. A failed savepoint leaves the job running
-(unpaused); with ``cancel`` the job stops only after the savepoint is written and verified.
+requests are handled one at a time on one thread. A savepoint of a job that goes on does not
+pause it: each stage is copied as its last committed batch left it (files of later batches
+are left out, :mod:`streamops.checkpoint_cut`). A stop, or a savepoint with ``cancel``, pauses
+the sources and drains every stage to a batch boundary first, then stops the queries only
+after the savepoint is written and verified. A failed savepoint leaves the job running.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from spark_jobs.runtime.savepointing import drain, stage_entry
+from spark_jobs.runtime.savepointing import drain, last_batch, stage_entry
 from streamops import control, savepoints
 
 if TYPE_CHECKING:
@@ -47,22 +50,27 @@ class ControlLoop:
 
     def _handle(self, request: control.ControlRequest, queries: dict[str, Any]) -> bool:
         ctx = self.ctx
+        stopping = request.kind == "stop" or request.cancel
         pause = ctx.layout.pause_file(ctx.job)
         started = time.monotonic()
-        pause.parent.mkdir(parents=True, exist_ok=True)
-        pause.touch()
         try:
             checkpoints = {name: Path(ctx.checkpoint_for(name)) for name in queries}
-            batches = drain(queries, checkpoints, ctx.spec.trigger_seconds, DRAIN_TIMEOUT,
-                            idle_at=ctx.board.idle_at)  # fmt: skip
-            log.info("control: stages drained at batches %s in %.1fs", batches,
-                     time.monotonic() - started)  # fmt: skip
+            if stopping:
+                pause.parent.mkdir(parents=True, exist_ok=True)
+                pause.touch()
+                batches = drain(queries, checkpoints, ctx.spec.trigger_seconds, DRAIN_TIMEOUT,
+                                idle_at=ctx.board.idle_at)  # fmt: skip
+                log.info("control: stages drained at batches %s in %.1fs", batches,
+                         time.monotonic() - started)  # fmt: skip
+            else:  # the job goes on: copy each stage as its last committed batch left it
+                batches = {name: last_batch(path / "commits") for name, path in checkpoints.items()}
+                log.info("control: live savepoint at committed batches %s", batches)
             detail: dict[str, Any] = {"batches": batches}
             if request.kind == "savepoint":
                 manifest = self._savepoint(request, checkpoints, batches)
                 detail.update(savepoint=manifest.name, bytes=manifest.bytes)
             detail["duration_s"] = round(time.monotonic() - started, 3)
-            if request.kind == "stop" or request.cancel:
+            if stopping:
                 for q in queries.values():
                     q.stop()
                 ctx.board.set_state("STOPPED", stopped_at=time.time(), stopped_by=request.id,
@@ -72,7 +80,7 @@ class ControlLoop:
                 ctx.release_lease()
                 self._answer(request, True, "job stopped at a batch boundary", detail)
                 return True
-            self._answer(request, True, "savepoint written; job resumed", detail)
+            self._answer(request, True, "savepoint written; job goes on", detail)
             return False
         except Exception as exc:  # the job keeps running; the requester gets the reason
             log.exception("control: %s %s failed", request.kind, request.id)

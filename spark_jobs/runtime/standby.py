@@ -3,7 +3,10 @@
 Started with ``--standby TOKEN``, the driver creates its Spark session, imports the job and
 builds its stages once to validate them (plans analysed, state descriptors computed), waits
 for its executors and starts their Python workers (the first batch of a Python source would
-otherwise pay for both), writes ``<job>/standby/TOKEN.ready.json`` and waits. It writes
+otherwise pay for both), rehearses (builds the stages again with sources that read only their
+newest data, and runs each once into Spark's ``noop`` sink on a scratch checkpoint: the
+driver's and executors' JVMs compile the stages' code and warm up, the sources' Python runs),
+writes ``<job>/standby/TOKEN.ready.json`` and waits. It writes
 nothing else and holds no lease: the old version keeps running untouched. When the ops side
 has taken the savepoint (old version stopped, lease given up) and prepared the checkpoints, it
 writes ``TOKEN.go.json`` with the savepoint name and start positions; the driver then builds
@@ -16,8 +19,12 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import shutil
+import tempfile
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
@@ -28,15 +35,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("spark_jobs.standby")
 EXECUTOR_WAIT_S = 60.0  # how long a standby waits for its executors before it reports ready
+REHEARSAL_TIMEOUT_S = 120.0
 
 
-def warm_up(ctx: JobContext, token: str, executors: int = 0) -> None:
+def warm_up(
+    ctx: JobContext, token: str, executors: int = 0,
+    build: Callable[[JobContext], object] | None = None,
+) -> None:  # fmt: skip
     """With ``ctx``'s stages built (nothing started): describe them, wait for ``executors``
-    executors and warm them up, then announce readiness."""
+    executors and warm them up, rehearse the stages with ``build`` (the job's build
+    function), then announce readiness."""
     started = time.monotonic()
     spec, layout = ctx.spec, ctx.layout
     stages = {stage.name: ctx.describe(stage.name) for stage in ctx.stages}
     count = warm_executors(ctx.spark, executors, spec.entrypoint)
+    rehearsal = rehearse(ctx, build) if build is not None else None
     ident = ctx.board.snapshot()
     write_json_atomic(
         layout.standby_ready_file(spec.name, token),
@@ -47,6 +60,7 @@ def warm_up(ctx: JobContext, token: str, executors: int = 0) -> None:
             "app_id": ident.get("app_id"),
             "stages": stages,
             "executors": count,
+            "rehearsal": rehearsal,
             "warm_up_s": round(time.monotonic() - started, 2),
             "at": time.time(),
         },
@@ -86,6 +100,53 @@ def warm_executors(
     pids = spark.sparkContext.parallelize(range(slots * 2), slots * 2).map(touch).distinct().count()
     log.info("standby: %d executor(s) up, %d Python worker(s) started", count, pids)
     return count
+
+
+def rehearse(
+    ctx: JobContext, build: Callable[[JobContext], object], timeout: float = REHEARSAL_TIMEOUT_S
+) -> dict[str, Any]:
+    """Run each stage of the job once on its sources' newest data into ``noop``, in parallel,
+    on scratch checkpoints; nothing is written where the job keeps anything. Best effort: a
+    failure is reported (``failed``: stage → error) and logged, and the standby goes on (the
+    real first batch decides; a broken version is rolled back)."""
+    from spark_jobs.runtime.context import JobContext, short_error
+
+    started = time.monotonic()
+    trial = JobContext(ctx.spark, ctx.spec, ctx.layout, rehearsal=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"streamops-rehearsal-{ctx.job}-"))
+    queries: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    try:
+        build(trial)
+        for stage in trial.stages:
+            queries[stage.name] = (
+                stage.frame.writeStream.queryName(f"rehearsal-{stage.name}")
+                .format("noop")
+                .option("checkpointLocation", str(scratch / stage.name))
+                .outputMode(stage.output_mode)
+                .trigger(once=True)
+                .start()
+            )
+        deadline = time.monotonic() + timeout
+        for name, query in queries.items():
+            if not query.awaitTermination(max(0.1, deadline - time.monotonic())):
+                failed[name] = f"still running after {timeout:.0f}s"
+            elif query.exception() is not None:
+                failed[name] = short_error(query.exception())[:500]
+    except Exception as exc:  # e.g. a source that cannot reach its system yet
+        failed["*"] = short_error(exc)[:500]
+    finally:
+        for query in queries.values():
+            if query.isActive:
+                query.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+    seconds = round(time.monotonic() - started, 2)
+    if failed:
+        log.warning("standby: rehearsal of %s failed after %.1fs (the stages start cold): %s",
+                    ctx.job, seconds, failed)  # fmt: skip
+    else:
+        log.info("standby: rehearsed %d stage(s) of %s in %.1fs", len(queries), ctx.job, seconds)
+    return {"seconds": seconds, "stages": sorted(queries), "failed": failed}
 
 
 def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.1) -> str:

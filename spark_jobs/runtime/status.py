@@ -60,13 +60,18 @@ class StatusBoard:
             self._flush()
 
     def record_idle(self, stage: str) -> None:
-        """The stage's query is up and found no new data: ready, with nothing to do."""
+        """The stage's query is up and found no new data: ready, with nothing to do.
+
+        Reported after every such trigger; the file is rewritten only when the stage turns
+        idle (``idle_at``, the last report, is for the drain in this process)."""
         with self._lock:
             entry = self._doc["stages"].setdefault(stage, {"batch_id": None})
             now = time.time()
+            turned_idle = not (entry.get("ready") and entry.get("idle_since"))
             entry.update(ready=True, idle_since=entry.get("idle_since") or now, idle_at=now)
-            self._maybe_running()
-            self._flush()
+            if turned_idle:
+                self._maybe_running()
+                self._flush()
 
     def idle_at(self, stage: str) -> float | None:
         """When ``stage`` last ran a trigger that found no new data (None: never)."""
@@ -123,6 +128,7 @@ def summarize(progress: dict[str, Any]) -> dict[str, Any]:
         "input_rows_per_second": _num(progress.get("inputRowsPerSecond")),
         "processed_rows_per_second": _num(progress.get("processedRowsPerSecond")),
         "batch_duration_ms": (progress.get("durationMs") or {}).get("triggerExecution"),
+        "durations_ms": progress.get("durationMs") or {},
         "watermark": event_time.get("watermark"),
         "state_rows": sum(
             int(op.get("numRowsTotal") or 0) for op in progress.get("stateOperators") or []

@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from spark_jobs.sources.positions import recorded_start
+from spark_jobs.sources.positions import recorded_start, rehearsal
 
 ALPHA_SCHEMA = StructType(
     [
@@ -68,16 +68,27 @@ class AlphaStreamReader(DataSourceStreamReader):
         self.source_id = options.get("source_id") or f"alpha:{self.path}"
         self.pause_file = options.get("pause_file") or ""
         self.options = dict(options)
+        self._initial: str | None = None
         os.makedirs(self.path, exist_ok=True)
 
     def _offset(self, name: str) -> dict:
         return {"source": self.source_id, "file": name}
 
     def initialOffset(self) -> dict:
+        """Where a query without a checkpoint starts; Spark asks again at its first batch, and
+        the answer must not move with new files meanwhile."""
+        if self._initial is None:
+            self._initial = self._first_file()
+        return self._offset(self._initial)
+
+    def _first_file(self) -> str:
+        if rehearsal(self.options):  # read just the newest file
+            files = list_files(self.path, "")
+            return files[-2] if len(files) > 1 else self.start_after
         recorded = recorded_start(self.options, self.source_id)
         if recorded and "file" in recorded:
-            return self._offset(str(recorded["file"]))
-        return self._offset(self.start_after)
+            return str(recorded["file"])
+        return self.start_after
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxFiles(self.max_files)

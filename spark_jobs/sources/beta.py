@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from spark_jobs.sources.positions import recorded_start
+from spark_jobs.sources.positions import REHEARSAL_RECORDS, recorded_start, rehearsal
 
 BETA_SCHEMA = StructType(
     [StructField("sequence", LongType(), False), StructField("raw", StringType(), False)]
@@ -111,19 +111,32 @@ class BetaStreamReader(DataSourceStreamReader):
         self.source_id = options.get("source_id") or f"beta:{self.url}"
         self.pause_file = options.get("pause_file") or ""
         self.options = dict(options)
+        self._initial: int | None = None
 
     def _offset(self, sequence: int) -> dict:
         return {"source": self.source_id, "sequence": sequence}
 
     def initialOffset(self) -> dict:
+        """Where a query without a checkpoint starts; Spark asks again at its first batch, and
+        the answer must not move with the server's head meanwhile."""
+        if self._initial is None:
+            self._initial = self._first_sequence()
+        return self._offset(self._initial)
+
+    def _first_sequence(self) -> int:
+        if rehearsal(self.options):  # read just the newest records
+            head = fetch_head(self.url, self.timeout)
+            last = int(head.get("last") or 0)
+            first = int(head.get("first") or last + 1)
+            return max(first - 1, last - REHEARSAL_RECORDS)
         recorded = recorded_start(self.options, self.source_id)
         if recorded and "sequence" in recorded:
-            return self._offset(int(recorded["sequence"]))
+            return int(recorded["sequence"])
         if self.start_sequence not in (None, ""):
-            return self._offset(int(self.start_sequence))
+            return int(self.start_sequence)
         head = fetch_head(self.url, self.timeout)
         first = head.get("first")
-        return self._offset(int(first) - 1 if first else int(head.get("last") or 0))
+        return int(first) - 1 if first else int(head.get("last") or 0)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records)

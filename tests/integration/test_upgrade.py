@@ -14,6 +14,7 @@ import pytest
 from support.fleet import FleetRun
 from support.integration import ClusterHandle, wait_until
 
+from spark_jobs.runtime.savepointing import last_batch
 from streamops import savepoints
 from streamops.restore import earliest_positions, savepoint_job
 from streamops.upgrade import UpgradeFailed, UpgradeRefused, plan_upgrade, upgrade
@@ -34,6 +35,9 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
         manifest = savepoints.get_savepoint(settings.layout, "it-live")
         assert set(manifest.stages) == {"vehicles", "vehicle-stats-1m"}
         assert manifest.stages["vehicle-stats-1m"].stateful
+        for name, stage in manifest.stages.items():  # the copy ends at its committed batch
+            copy = settings.layout.savepoint("it-live") / "stages" / name
+            assert last_batch(copy / "offsets") == last_batch(copy / "commits") == stage.batch_id
         assert "it-live" in [s.name for s in savepoints.list_savepoints(settings.layout, JOB)]
         wait_until(lambda: registry.view(JOB).healthy, 60, "v1 healthy after the savepoint")
 

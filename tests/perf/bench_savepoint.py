@@ -1,9 +1,10 @@
 """Benchmark: savepoint time (drain + hard-linked copy + manifest) at 10k, 100k, 1M keys.
 
 Starts its own local cluster (free ports, temporary state root), runs the ``bench-state``
-job (one stateful stage with exactly N keys) for each N, takes ``--repeat`` savepoints
-without cancel and one with cancel, and prints per N: wall time of the request, the
-driver's own duration (drain + copy), bytes and files. Not part of the test suite.
+job (one stateful stage with exactly N keys, then ``--trickle`` rows a batch: a large state
+with a modest input rate) for each N, takes ``--repeat`` savepoints without cancel and one
+with cancel, and prints per N: wall time of the request, the driver's own duration (drain +
+copy + manifest), bytes and files. Not part of the test suite.
 
     .venv/bin/python tests/perf/bench_savepoint.py --keys 10000 100000 1000000
 """
@@ -25,11 +26,12 @@ from streamops.spec import spec_from_dict
 from streamops.submit import submit_job
 
 
-def bench_one(settings: Settings, keys: int, repeat: int) -> str:
+def bench_one(settings: Settings, keys: int, repeat: int, trickle: int) -> str:
     job = f"bench-state-{keys}"
     spec = spec_from_dict({
         "name": job, "version": "1", "entrypoint": "spark_jobs.bench_state",
-        "trigger_interval": "2 seconds", "args": {"keys": keys, "rows_per_batch": keys},
+        "trigger_interval": "2 seconds",
+        "args": {"keys": keys, "rows_per_batch": keys, "trickle_rows": min(keys, trickle)},
         "conf": {"spark.sql.shuffle.partitions": "4"},
     })  # fmt: skip
     registry = JobRegistry(settings)
@@ -61,6 +63,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--keys", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--trickle", type=int, default=10_000, help="rows a batch once state is full")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-savepoint-", "4g")
@@ -68,7 +71,7 @@ def main() -> None:
     try:
         cluster.start()
         for keys in args.keys:
-            lines.append(bench_one(settings, keys, args.repeat))
+            lines.append(bench_one(settings, keys, args.repeat, args.trickle))
             print(lines[-1], flush=True)
     finally:
         cluster.stop()

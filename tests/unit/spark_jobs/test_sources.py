@@ -31,6 +31,7 @@ from spark_jobs.sources.beta import (
     BetaSourceError,
     BetaStreamReader,
 )
+from spark_jobs.sources.positions import REHEARSAL_RECORDS
 from streamops.sim.alpha import AlphaSimulator, file_name
 from streamops.sim.beta import BetaSimulator
 from streamops.sim.journal import read_journal
@@ -91,6 +92,15 @@ def test_alpha_initial_offset(drop: Path) -> None:
     assert alpha_reader(drop, start_after="").initialOffset() == A("")
     start = file_name(2)
     assert alpha_reader(drop, start_after=start).initialOffset() == A(start)
+
+
+def test_alpha_rehearsal_reads_only_the_newest_file(drop: Path, tmp_path: Path) -> None:
+    """A warm standby's rehearsal starts before the newest file, whatever else is set."""
+    reader = alpha_reader(drop, rehearsal="true", start_after=file_name(1))
+    assert reader.initialOffset() == A(file_name(4))
+    write_files(drop, {file_name(6): "x\n"})
+    assert reader.initialOffset() == A(file_name(4))  # Spark asks again at the first batch
+    assert alpha_reader(tmp_path / "empty", rehearsal="true").initialOffset() == A("")
 
 
 def test_alpha_default_read_limit(drop: Path) -> None:
@@ -275,6 +285,18 @@ def test_beta_initial_offset_is_before_the_oldest_record(beta: BetaSimulator) ->
 def test_beta_initial_offset_of_a_short_history(short_beta: BetaSimulator) -> None:
     expected = SMALL_PINGS - SMALL_HISTORY
     assert beta_reader(short_beta).initialOffset() == B(expected)
+
+
+def test_beta_rehearsal_reads_only_the_newest_records(
+    beta: BetaSimulator, short_beta: BetaSimulator
+) -> None:
+    assert beta_reader(beta, rehearsal="true", start_sequence="3").initialOffset() == B(
+        BETA_PINGS - REHEARSAL_RECORDS
+    )
+    # a history shorter than the rehearsal: from its oldest record
+    assert beta_reader(short_beta, rehearsal="true").initialOffset() == B(
+        max(SMALL_PINGS - SMALL_HISTORY, SMALL_PINGS - REHEARSAL_RECORDS)
+    )
 
 
 def test_beta_start_sequence(beta: BetaSimulator) -> None:

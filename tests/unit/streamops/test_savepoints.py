@@ -473,3 +473,27 @@ def test_manifest_rejects_paths_outside_the_savepoint(layout: StateLayout) -> No
     doc["checksums"][0]["path"] = "../../etc/passwd"
     with pytest.raises(ValueError, match="must stay inside the savepoint"):
         Manifest.model_validate(doc)
+
+
+def test_a_live_copy_takes_the_committed_batch_only(layout: StateLayout) -> None:
+    """Batch 2 is running (planned, state version 3 written, not committed): left out."""
+    root = fake_checkpoint(layout, "fleet-pings", "windows")
+    running = {"offsets/2": "v1\n{}\n{}", "state/0/0/3.delta": "z", "state/0/0/2.delta": "w",
+               "state/0/1/2.delta": "w"}  # fmt: skip
+    for rel, text in running.items():
+        (root / rel).write_text(text)
+    m = create_savepoint(layout, "live", job="fleet-pings", version="1",
+                         stage_dirs={"windows": root},
+                         stage_entries={"windows": entry(ALPHA)})  # fmt: skip
+    copied = {f.path.removeprefix("stages/windows/") for f in m.checksums}
+    assert copied == set(CHECKPOINT_FILES) | {"state/0/0/2.delta", "state/0/1/2.delta"}
+
+
+def test_a_state_chain_with_a_gap_fails_the_savepoint(layout: StateLayout) -> None:
+    root = fake_checkpoint(layout, "fleet-pings", "windows")
+    (root / "state/0/0/3.delta").write_text("z")  # version 2 missing: 3 cannot be rebuilt
+    with pytest.raises(SavepointError, match=r"batch 2 is incomplete.*state/0/0: version 2"):
+        create_savepoint(layout, "gap", job="fleet-pings", version="1",
+                         stage_dirs={"windows": root},
+                         stage_entries={"windows": entry(ALPHA, batch_id=2)})  # fmt: skip
+    assert savepoint_dir_names(layout) == []
