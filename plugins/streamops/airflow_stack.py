@@ -27,6 +27,7 @@ from typing import Any
 
 import requests
 
+from streamops.airflow_db import use_wal
 from streamops.exceptions import ConfigError, ProcessError
 from streamops.layout import read_json
 from streamops.settings import PROJECT_ROOT, Settings
@@ -209,6 +210,7 @@ class AirflowStack:
         self.home.mkdir(parents=True, exist_ok=True)
         self._ensure_password()
         self._run(["db", "migrate"], f"migrating the metadata database {self.home / 'airflow.db'}")
+        use_wal(self.home / "airflow.db")
         conn_file = self.home / "connections.json"
         s = self.settings
         conn_file.write_text(

@@ -57,7 +57,7 @@ class Api:
         self.headers = {"Authorization": f"Bearer {stack.token()}"}
 
     def __call__(self, method: str, path: str, **kwargs: Any) -> Any:
-        r = requests.request(method, f"{self.url}{path}", headers=self.headers, timeout=30,
+        r = requests.request(method, f"{self.url}{path}", headers=self.headers, timeout=90,
                              **kwargs)  # fmt: skip
         assert r.status_code < 400, f"{method} {path}: HTTP {r.status_code} {r.text[:500]}"
         return r.json()

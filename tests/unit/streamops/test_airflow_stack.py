@@ -70,3 +70,21 @@ def test_supervise_passes_sigterm_on_and_returns_the_child_code(tmp_path: Path) 
         assert proc.wait(20) == 7
     finally:
         proc.kill()
+
+
+def test_the_metadata_file_is_switched_to_write_ahead_logging(tmp_path: Path) -> None:
+    import sqlite3
+
+    from streamops.airflow_db import use_wal
+
+    db = tmp_path / "airflow.db"
+    sqlite3.connect(db).close()
+    assert use_wal(db) == "wal"
+    reader = sqlite3.connect(db)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM sqlite_master").fetchone()  # holds a read snapshot
+    writer = sqlite3.connect(db, timeout=0.1)
+    writer.execute("CREATE TABLE t (x)")  # a rollback journal would refuse: database is locked
+    writer.commit()
+    writer.close()
+    reader.close()
