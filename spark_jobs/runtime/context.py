@@ -25,6 +25,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.runtime.control import ControlLoop
+from spark_jobs.runtime.savepointing import resume_point
 from spark_jobs.runtime.status import StatusBoard, StatusListener
 from streamops import lease
 from streamops.layout import StateLayout
@@ -192,12 +193,24 @@ class JobContext:
         queries = []
         for stage in self.stages:
             self.board.declare_stage(
-                stage.name, stateful=stage.stateful, descriptor=self.describe(stage.name)
-            )
+                stage.name, stateful=stage.stateful, descriptor=self.describe(stage.name),
+                **self._resumed_at(stage.name),
+            )  # fmt: skip
             queries.append(self._start(stage))
         for hook in self._on_started:
             threading.Thread(target=self._run_hook, args=(hook,), daemon=True).start()
         self._supervise(queries)
+
+    def _resumed_at(self, stage: str) -> dict[str, Any]:
+        """Where a stage with a checkpoint resumes, for the status until its first batch of
+        this run: a restored stage with nothing new to read commits none, and would otherwise
+        show no position."""
+        try:
+            return resume_point(Path(self.checkpoint_for(stage)))
+        except (OSError, ValueError):  # unreadable: the first batch will tell
+            log.warning("job %s: cannot read the checkpoint of stage %s", self.job, stage,
+                        exc_info=True)  # fmt: skip
+            return {}
 
     def _run_hook(self, hook: Callable[[JobContext], object]) -> None:
         try:

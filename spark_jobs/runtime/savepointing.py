@@ -49,6 +49,16 @@ def committed_offsets(checkpoint: Path, batch_id: int | None) -> list[dict[str, 
     return out
 
 
+def resume_point(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's last committed batch (``resumed_batch``) and the end offsets its sources
+    had read (``sources``, as in the status); empty without a committed batch."""
+    batch = last_batch(checkpoint / "commits")
+    if batch is None:
+        return {}
+    offsets = committed_offsets(checkpoint, batch)
+    return {"resumed_batch": batch, "sources": [{"end_offset": o} for o in offsets]}
+
+
 def stage_boundary(checkpoint: Path) -> tuple[int | None, int | None]:
     return last_batch(checkpoint / "offsets"), last_batch(checkpoint / "commits")
 

@@ -1,8 +1,8 @@
 """Benchmark: the processing gap of a v1 → v2 upgrade of fleet-pings, and lost/duplicated.
 
 Starts its own local cluster, both simulators at ``--rate`` pings/s each, fleet-pings v1;
-upgrades to v2 while data flows; stops the simulators and waits until v2 has read
-everything; prints:
+upgrades to v2 while data flows; ``--after`` seconds later stops the simulators (beta goes on
+serving) and waits until v2 has read everything; prints:
 
 - the gap: savepoint request → first batch committed by v2 (from status-history.jsonl),
   split into savepoint-with-cancel and start-of-v2;
@@ -62,14 +62,12 @@ def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: 
     raise SystemExit(f"{job} did not read up to {final} within 300 s")
 
 
-def run_once(
-    settings: Settings, root: Path, rate: float, seconds: float, i: int, warm: bool
-) -> str:
+def run_once(settings: Settings, root: Path, rate: float, after: float, i: int, warm: bool) -> str:
     job = f"fleet-bench-up-{i}"
     work = root / job
-    n = int(rate * seconds)  # data flows for `seconds`, spanning the upgrade
-    alpha = AlphaSimulator(work / "alpha", seed=i, rate=rate, max_pings=n, journal=work / "a.jsonl")
-    beta = BetaSimulator(port=0, seed=100 + i, rate=rate, max_pings=n, journal=work / "b.jsonl")
+    # data flows until `after` seconds after the upgrade, however long v1 and v2 take to start
+    alpha = AlphaSimulator(work / "alpha", seed=i, rate=rate, journal=work / "a.jsonl")
+    beta = BetaSimulator(port=0, seed=100 + i, rate=rate, journal=work / "b.jsonl")
     url = f"sqlite:///{work / 'fleet.db'}"
     registry = JobRegistry(settings)
     beta.start()
@@ -85,8 +83,9 @@ def run_once(
         outcome = upgrade(settings, job, v2, health_timeout=600, warm=warm)
         # the savepoint request happened savepoint_s + start_s before upgrade() returned
         t0 = time.time() - outcome.start_s - outcome.savepoint_s
-        alpha.wait_done(seconds + 60)
-        beta.wait_done(seconds + 60)  # the server keeps answering until the end
+        time.sleep(after)
+        alpha.stop()
+        beta.finish()  # the server keeps answering until the end
         first = first_batch_of(settings.layout.status_history(job), "2", t0)
         wait_caught_up(registry, job, work / "alpha", beta.emitted)
         records = read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl")
@@ -114,9 +113,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rate", type=float, default=200.0, help="pings/s of each simulator")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--seconds", type=float, default=240.0, help="how long data flows")
-    ap.add_argument("--mode", choices=("cold", "warm", "both"), default="both",
-                    help="start v2 after v1 stopped (cold), as a warm standby, or both")
+    ap.add_argument(
+        "--after", type=float, default=30.0, help="seconds data goes on flowing after the upgrade"
+    )
+    ap.add_argument(
+        "--mode",
+        choices=("cold", "warm", "both"),
+        default="both",
+        help="start v2 after v1 stopped (cold), as a warm standby, or both",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-upgrade-", "3g")
@@ -124,7 +129,7 @@ def main() -> None:
         cluster.start()
         modes = [False, True] if args.mode == "both" else [args.mode == "warm"]
         lines = [
-            run_once(settings, root, args.rate, args.seconds, i * len(modes) + j, warm)
+            run_once(settings, root, args.rate, args.after, i * len(modes) + j, warm)
             for i in range(args.runs)
             for j, warm in enumerate(modes)
         ]

@@ -298,13 +298,19 @@ class BetaSimulator(SimulatorRun):
         self._thread.start()
         log.info("fleetsim-beta serving %s", self.url)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop generating, shut the server down and release the port."""
+    def finish(self, timeout: float = 10.0) -> None:
+        """Stop generating; the server goes on answering, so readers can catch up."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        self._server.stop(timeout)
         self._raise_if_failed()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop generating, shut the server down and release the port."""
+        try:
+            self.finish(timeout)
+        finally:
+            self._server.stop(timeout)
 
     def _generate_in_thread(self) -> None:
         journal = None if self.journal_path is None else JournalWriter(self.journal_path)

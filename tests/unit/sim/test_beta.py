@@ -156,6 +156,23 @@ def test_stop_releases_the_port_and_a_busy_port_is_refused() -> None:
         sock.bind(("127.0.0.1", port))
 
 
+def test_finish_stops_generating_and_goes_on_serving(tmp_path: Path) -> None:
+    sim = BetaSimulator(port=0, rate=2000, journal=tmp_path / "b.jsonl")
+    sim.start()
+    try:
+        while sim.emitted < 100:
+            sim.wait_done(0.05)
+        sim.finish()
+        emitted = sim.emitted
+        sim.wait_done(0.3)
+        assert sim.emitted == emitted == len(read_journal(tmp_path / "b.jsonl"))
+        assert sequences(get(sim, since=emitted - 5, limit=10)) == list(
+            range(emitted - 4, emitted + 1)
+        )
+    finally:
+        sim.stop()
+
+
 def test_app_over_an_empty_and_a_trimmed_history() -> None:
     history = PingHistory(capacity=3)
     server = ServerThread(create_app(history), port=0)
