@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = JobContext(
             spark, spec, layout,
             start_positions_file=layout.standby_go_file(spec.name, args.standby),
+            gate_file=layout.standby_gate_file(spec.name, args.standby),
         )  # fmt: skip
         module.build(ctx)
         standby.warm_up(ctx, args.standby, args.standby_executors, build=module.build)

@@ -83,7 +83,8 @@ class StateLayout:
         return self.job_dir(job) / f"{check_name('procedure', procedure)}.json"
 
     def standby_dir(self, job: str) -> Path:
-        """Warm-standby handshake: ``<token>.ready.json`` (driver) and ``<token>.go.json`` (ops)."""
+        """Warm-standby handshake: ``<token>.ready.json`` (driver), ``<token>.go.json`` (ops),
+        ``<token>.open`` (driver)."""
         return self.job_dir(job) / "standby"
 
     def standby_ready_file(self, job: str, token: str) -> Path:
@@ -93,6 +94,11 @@ class StateLayout:
     def standby_go_file(self, job: str, token: str) -> Path:
         """Written by the ops side to release a standby: savepoint name and start positions."""
         return self.standby_dir(job) / f"{token}.go.json"
+
+    def standby_gate_file(self, job: str, token: str) -> Path:
+        """Created by a released standby once it holds the lease: its armed queries' sources,
+        blocked until then, start reading."""
+        return self.standby_dir(job) / f"{token}.open"
 
     def lease_file(self, job: str) -> Path:
         return self.job_dir(job) / "lease.json"

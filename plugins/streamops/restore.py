@@ -121,15 +121,29 @@ def restore_plan(manifest: savepoints.Manifest, new_stages: Iterable[str]) -> Re
 
 
 def prepare_checkpoints(settings: Settings, job: str, plan: RestorePlan) -> None:
-    """Make the job's checkpoints what ``plan`` says, before its driver starts."""
+    """Make the job's checkpoints what ``plan`` says, before its driver reads them. A new
+    stage's checkpoint that holds no batch is kept: a warm standby's armed query made it."""
     layout = settings.layout
     for stage in plan.restored:
         savepoints.restore_stage(layout, plan.savepoint, stage, layout.checkpoint(job, stage))
     for stage in plan.new:
-        stale = layout.checkpoint(job, stage)
-        if stale.exists():
-            log.info("removing stale checkpoint of new stage %s: %s", stage, stale)
-            shutil.rmtree(stale)
+        clear_stale_checkpoint(settings, job, stage, keep_empty=True)
+
+
+def clear_stale_checkpoint(
+    settings: Settings, job: str, stage: str, *, keep_empty: bool = False
+) -> None:
+    """Remove the checkpoint a stage new in this version finds (left by an older version that
+    had a stage of that name, or by an aborted start); with ``keep_empty``, one without any
+    batch stays."""
+    stale = settings.layout.checkpoint(job, stage)
+    if not stale.exists():
+        return
+    offsets = stale / "offsets"
+    if keep_empty and not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
+        return
+    log.info("removing stale checkpoint of new stage %s: %s", stage, stale)
+    shutil.rmtree(stale)
 
 
 def start_from_savepoint(

@@ -19,7 +19,7 @@ from streamops import savepoints
 from streamops.exceptions import JobError
 from streamops.jobs import JobRegistry
 from streamops.layout import read_json, write_json_atomic
-from streamops.restore import prepare_checkpoints, restore_plan
+from streamops.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 
@@ -35,10 +35,17 @@ class Standby:
     ready: dict[str, Any]
 
 
-def start_standby(spec: JobSpec, settings: Settings, *, timeout: float = 300.0) -> Standby:
-    """Submit ``spec`` as a warm standby next to the live job; return once it is ready."""
+def start_standby(
+    spec: JobSpec, settings: Settings, *, timeout: float = 300.0, new_stages: Iterable[str] = ()
+) -> Standby:
+    """Submit ``spec`` as a warm standby next to the live job; return once it is ready.
+
+    ``new_stages`` (stages the running version lacks) lose any stale checkpoint first: the
+    standby arms its queries on the job's checkpoints."""
     from streamops.submit import submit_job
 
+    for stage in new_stages:
+        clear_stale_checkpoint(settings, spec.name, stage)
     token = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
     registry = JobRegistry(settings)
     executors = standby_executors(registry, spec)
@@ -53,8 +60,10 @@ def start_standby(spec: JobSpec, settings: Settings, *, timeout: float = 300.0) 
     while True:
         ready = read_json(ready_file)
         if ready:
-            log.info("job %s: standby v%s ready on %s (warm-up %ss)", spec.name, spec.version,
-                     driver, ready.get("warm_up_s"))  # fmt: skip
+            log.info(
+                "job %s: standby v%s ready on %s (warm-up %ss, armed in %ss)", spec.name,
+                spec.version, driver, ready.get("warm_up_s"), ready.get("armed_s"),
+            )  # fmt: skip
             return Standby(spec.name, spec.version, token, driver, ready)
         state = registry.client.submission_status(driver).driver_state
         if state in ("FAILED", "ERROR", "KILLED", "FINISHED"):

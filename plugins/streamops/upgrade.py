@@ -20,7 +20,7 @@ from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.intents import record_intent
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.layout import read_json
-from streamops.planner import UpgradePlan, describe_spec_stages
+from streamops.planner import StageAction, UpgradePlan, describe_spec_stages
 from streamops.restore import savepoint_job, start_from_savepoint, wait_driver_ended
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
@@ -123,7 +123,8 @@ def upgrade(
     if warm:
         _record(settings, job, "start-standby", **base)
         try:
-            ready = start_standby(new_spec, settings, timeout=health_timeout)
+            fresh = [s.stage for s in plan.stages if s.action is StageAction.NEW]
+            ready = start_standby(new_spec, settings, timeout=health_timeout, new_stages=fresh)
         except StreamopsError as exc:
             _record(settings, job, "standby-failed", reason=str(exc)[:2000], **base)
             raise UpgradeFailed(

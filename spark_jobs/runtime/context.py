@@ -25,8 +25,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.runtime.control import ControlLoop
-from spark_jobs.runtime.savepointing import resume_point
+from spark_jobs.runtime.savepointing import last_batch, resume_point
 from spark_jobs.runtime.status import StatusBoard, StatusListener
+from spark_jobs.sources.positions import gate_waiting_dir
 from streamops import lease
 from streamops.layout import StateLayout
 from streamops.names import check_name
@@ -77,6 +78,7 @@ class JobContext:
         from_savepoint: str | None = None,
         start_positions: dict[str, dict[str, Any]] | None = None,
         start_positions_file: Path | None = None,
+        gate_file: Path | None = None,
         rehearsal: bool = False,
     ) -> None:
         self.spark = spark
@@ -88,6 +90,10 @@ class JobContext:
         self.from_savepoint = from_savepoint
         self.start_positions = start_positions or {}
         self.start_positions_file = start_positions_file
+        self.gate_file = gate_file
+        self._armed: list[Any] | None = None
+        self._armed_empty: set[str] = set()  # armed on a checkpoint without a batch
+        self._listening = False
         self._descriptors: dict[str, dict[str, Any] | None] = {}
         self.board = StatusBoard(layout, spec.name, self._identity())
         self.control = ControlLoop(self)
@@ -109,13 +115,16 @@ class JobContext:
         exists, so it is safe to give to every stage. ``start_offsets_file`` is read when the
         query starts instead (a warm standby builds its stages before the savepoint exists).
         ``rehearsal`` marks the stages of a warm standby's rehearsal (they read only the
-        newest data, :mod:`spark_jobs.sources.positions`).
+        newest data, :mod:`spark_jobs.sources.positions`); ``gate_file`` holds the sources of
+        armed queries back until :meth:`run` opens the gate (:meth:`arm`).
         """
         opts = {"source_id": source_id, "pause_file": str(self.layout.pause_file(self.job))}
         if source_id in self.start_positions:
             opts["start_offset"] = json.dumps(self.start_positions[source_id])
         if self.start_positions_file is not None:
             opts["start_offsets_file"] = str(self.start_positions_file)
+        if self.gate_file is not None:
+            opts["gate_file"] = str(self.gate_file)
         if self.rehearsal:
             opts["rehearsal"] = "true"
         return opts
@@ -177,26 +186,98 @@ class JobContext:
 
     def checkpoint_for(self, stage: str) -> str:
         if self.spec.processing_guarantee is ProcessingGuarantee.NONE:
-            # No guarantee: state is not kept across restarts; each run starts afresh.
-            path = Path(tempfile.gettempdir()) / f"streamops-{self.job}-{stage}-{os.getpid()}"
-            shutil.rmtree(path, ignore_errors=True)
-            return str(path)
+            # No guarantee: state is not kept across restarts; each run starts afresh
+            # (emptied when the run first starts the stage, :meth:`_start`).
+            return str(Path(tempfile.gettempdir()) / f"streamops-{self.job}-{stage}-{os.getpid()}")
         return str(self.layout.checkpoint(self.job, stage))
 
+    def arm(self) -> None:
+        """Start every stage's query now, held at the gate (a warm standby, before it is
+        released): the queries' sources start up (a Python process each) and then wait for
+        ``gate_file``, and Spark reads a query's checkpoint only after its sources are up, so
+        the savepoint may still be restored into the checkpoints. :meth:`run` opens the gate
+        once the lease is held. Writes nothing but the empty checkpoint of a new stage."""
+        if self.gate_file is None:
+            raise ValueError(f"job {self.job}: only a context with a gate_file can be armed")
+        if not self.stages:
+            raise ValueError(f"job {self.job} declared no stages")
+        self.gate_file.unlink(missing_ok=True)  # a relaunched standby waits for its lease too
+        self._listen()
+        self._armed_empty = {s.name for s in self.stages if not self._has_batches(s.name)}
+        self._armed = [self._start(stage, "armed", fresh=True) for stage in self.stages]
+
+    def wait_armed(self, timeout: float = 60.0) -> float:
+        """Wait until every armed query is held at the gate, its sources up; the seconds it
+        took. A query that died meanwhile fails the standby (the old version runs on)."""
+        if self._armed is None or self.gate_file is None:
+            raise ValueError(f"job {self.job}: nothing armed")
+        started = time.monotonic()
+        waiting = gate_waiting_dir(self.gate_file)
+        while True:
+            dead = [q for q in self._armed if not q.isActive]
+            if dead:
+                error = dead[0].exception()
+                raise JobFailed(f"armed stage {dead[0].name} ended before the gate opened: "
+                                f"{short_error(error) if error else 'stopped'}")  # fmt: skip
+            held = len(list(waiting.iterdir())) if waiting.is_dir() else 0
+            if held >= len(self._armed):
+                return round(time.monotonic() - started, 2)
+            if time.monotonic() - started > timeout:
+                log.warning("job %s: %d of %d armed stage(s) held at the gate after %.0fs; the "
+                            "others start up when it opens", self.job, held, len(self._armed),
+                            timeout)  # fmt: skip
+                return round(time.monotonic() - started, 2)
+            time.sleep(0.1)
+
+    def _open_gate(self, armed: list[Any], gate: Path) -> list[Any]:
+        """Let the armed queries read their checkpoints. Spark remembers whether a checkpoint
+        had a batch when its query started: a stage armed on an empty checkpoint that has
+        batches now (the old version committed its first batch after the standby armed) fails
+        at once, and is started again."""
+        stale = {
+            s.name for s in self.stages if s.name in self._armed_empty and self._has_batches(s.name)
+        }
+        gate.parent.mkdir(parents=True, exist_ok=True)
+        gate.touch()
+        shutil.rmtree(gate_waiting_dir(gate), ignore_errors=True)
+        log.info("job %s v%s: gate opened, %d armed stage(s) read their checkpoints", self.job,
+                 self.spec.version, len(armed) - len(stale))  # fmt: skip
+        queries = list(armed)
+        for i, stage in enumerate(self.stages):
+            if stage.name in stale:
+                queries[i].awaitTermination(60)
+                if queries[i].isActive:
+                    queries[i].stop()
+                queries[i] = self._start(
+                    stage, "started again (its checkpoint was empty when armed)"
+                )
+        return queries
+
+    def _has_batches(self, stage: str) -> bool:
+        return last_batch(Path(self.checkpoint_for(stage)) / "offsets") is not None
+
+    def _listen(self) -> None:
+        if not self._listening:
+            self.spark.streams.addListener(StatusListener(self.board))
+            self._listening = True
+
     def run(self) -> None:
-        """Start every stage and block until one fails (raise) or all stop."""
+        """Start every stage (or open the gate of the armed ones) and block until one fails
+        (raise) or all stop."""
         if not self.stages:
             raise ValueError(f"job {self.job} declared no stages")
         self.acquire_lease()  # before anything is written: a second driver writes nothing
         self.layout.pause_file(self.job).unlink(missing_ok=True)  # left by a crashed drain
-        self.spark.streams.addListener(StatusListener(self.board))
-        queries = []
+        self._listen()
         for stage in self.stages:
             self.board.declare_stage(
                 stage.name, stateful=stage.stateful, descriptor=self.describe(stage.name),
                 **self._resumed_at(stage.name),
             )  # fmt: skip
-            queries.append(self._start(stage))
+        if self._armed is not None and self.gate_file is not None:
+            queries = self._open_gate(self._armed, self.gate_file)
+        else:
+            queries = [self._start(stage, fresh=True) for stage in self.stages]
         for hook in self._on_started:
             threading.Thread(target=self._run_hook, args=(hook,), daemon=True).start()
         self._supervise(queries)
@@ -219,7 +300,10 @@ class JobContext:
         except Exception:  # a start-up report must never take the job down
             log.exception("job %s: start-up hook %s failed", self.job, hook)
 
-    def _start(self, stage: Stage) -> Any:
+    def _start(self, stage: Stage, how: str = "started", *, fresh: bool = False) -> Any:
+        """Start ``stage``'s query (``fresh``: its first start in this run)."""
+        if fresh and self.spec.processing_guarantee is ProcessingGuarantee.NONE:
+            shutil.rmtree(self.checkpoint_for(stage.name), ignore_errors=True)
         query = (
             stage.frame.writeStream.queryName(stage.name)
             .option("checkpointLocation", self.checkpoint_for(stage.name))
@@ -228,7 +312,7 @@ class JobContext:
             .foreachBatch(self._fenced(stage.sink))
             .start()
         )
-        log.info("job %s v%s: stage %s started", self.job, self.spec.version, stage.name)
+        log.info("job %s v%s: stage %s %s", self.job, self.spec.version, stage.name, how)
         return query
 
     def _restart_transient(self, queries: list[Any], restarts: dict[str, int]) -> None:

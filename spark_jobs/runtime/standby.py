@@ -6,12 +6,14 @@ for its executors and starts their Python workers (the first batch of a Python s
 otherwise pay for both), rehearses (builds the stages again with sources that read only their
 newest data, and runs each once into Spark's ``noop`` sink on a scratch checkpoint: the
 driver's and executors' JVMs compile the stages' code and warm up, the sources' Python runs),
-writes ``<job>/standby/TOKEN.ready.json`` and waits. It writes
-nothing else and holds no lease: the old version keeps running untouched. When the ops side
-has taken the savepoint (old version stopped, lease given up) and prepared the checkpoints, it
-writes ``TOKEN.go.json`` with the savepoint name and start positions; the driver then builds
-its stages for real and runs. The upgrade gap is then only the savepoint and the first
-batches, not the JVM, Python, executor and session start-up.
+arms its stages (starts their queries on the job's checkpoints, held at a gate before Spark
+reads the checkpoints: the sources' Python processes are up), writes
+``<job>/standby/TOKEN.ready.json`` and waits. It writes nothing else (but the empty checkpoint
+of a new stage) and holds no lease: the old version keeps running untouched. When the ops side
+has taken the savepoint (old version stopped, lease given up) and restored the checkpoints, it
+writes ``TOKEN.go.json`` with the savepoint name and start positions; the driver takes the
+lease and opens the gate. The upgrade gap is then only the savepoint and the first batches,
+not the JVM, Python, executor, session and source start-up.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ def warm_up(
     stages = {stage.name: ctx.describe(stage.name) for stage in ctx.stages}
     count = warm_executors(ctx.spark, executors, spec.entrypoint)
     rehearsal = rehearse(ctx, build) if build is not None else None
+    armed_s = None
+    if ctx.gate_file is not None:
+        ctx.arm()
+        armed_s = ctx.wait_armed()
+        log.info("standby: %d stage(s) of %s armed in %.1fs, held at the gate", len(ctx.stages),
+                 ctx.job, armed_s)  # fmt: skip
     ident = ctx.board.snapshot()
     write_json_atomic(
         layout.standby_ready_file(spec.name, token),
@@ -61,6 +69,7 @@ def warm_up(
             "stages": stages,
             "executors": count,
             "rehearsal": rehearsal,
+            "armed_s": armed_s,
             "warm_up_s": round(time.monotonic() - started, 2),
             "at": time.time(),
         },

@@ -13,7 +13,7 @@ Options: ``path``, ``max_files_per_batch`` (default 200), ``files_per_partition`
 (JSON of an offset of this source, e.g. from a savepoint: where a new query starts) or
 ``start_offsets_file`` (see ``positions``), ``source_id`` (stored in every offset, default
 ``alpha:<path>``), ``pause_file`` (while it exists, no new files are admitted: the query
-drains to a batch boundary and idles).
+drains to a batch boundary and idles), ``gate_file`` and ``rehearsal`` (see ``positions``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from spark_jobs.sources.positions import recorded_start, rehearsal
+from spark_jobs.sources.positions import recorded_start, rehearsal, wait_for_gate
 
 ALPHA_SCHEMA = StructType(
     [
@@ -91,6 +91,7 @@ class AlphaStreamReader(DataSourceStreamReader):
         return self.start_after
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        wait_for_gate(self.options)  # Spark asks once all of the query's sources are up
         return ReadMaxFiles(self.max_files)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:

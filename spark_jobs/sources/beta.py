@@ -12,7 +12,7 @@ oldest record the server holds), ``start_offset`` (JSON of an offset of this sou
 from a savepoint: where a new query starts) or ``start_offsets_file`` (see ``positions``),
 ``timeout`` (seconds, default 10), ``source_id`` (stored in every offset, default
 ``beta:<url>``), ``pause_file`` (while it exists, nothing new is admitted: the query drains
-to a batch boundary and idles).
+to a batch boundary and idles), ``gate_file`` and ``rehearsal`` (see ``positions``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from spark_jobs.sources.positions import REHEARSAL_RECORDS, recorded_start, rehearsal
+from spark_jobs.sources.positions import (
+    REHEARSAL_RECORDS,
+    recorded_start,
+    rehearsal,
+    wait_for_gate,
+)
 
 BETA_SCHEMA = StructType(
     [StructField("sequence", LongType(), False), StructField("raw", StringType(), False)]
@@ -139,6 +144,7 @@ class BetaStreamReader(DataSourceStreamReader):
         return int(first) - 1 if first else int(head.get("last") or 0)
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        wait_for_gate(self.options)  # Spark asks once all of the query's sources are up
         return ReadMaxRows(self.max_records)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:

@@ -28,3 +28,29 @@ def test_file_is_read_when_asked(tmp_path: Path) -> None:
 
 def test_no_options_no_position() -> None:
     assert recorded_start({}, "fleetsim-alpha") is None
+
+
+def test_a_source_waits_at_the_gate_and_leaves_its_mark(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from spark_jobs.sources.positions import gate_waiting_dir, wait_for_gate
+
+    gate = tmp_path / "token.open"
+    done = threading.Event()
+    waiter = threading.Thread(
+        target=lambda: (wait_for_gate({"gate_file": str(gate)}, poll=0.01), done.set())
+    )
+    waiter.start()
+    marks = gate_waiting_dir(gate)
+    for _ in range(200):
+        if marks.is_dir() and any(marks.iterdir()):
+            break
+        done.wait(0.01)
+    assert [p.name for p in marks.iterdir()] == [str(os.getpid())]
+    assert not done.wait(0.1), "passed a closed gate"
+    gate.touch()
+    waiter.join(5)
+    assert done.is_set()
+    wait_for_gate({"gate_file": str(gate)})  # open: at once
+    wait_for_gate({})  # no gate: at once
