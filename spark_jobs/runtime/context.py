@@ -45,6 +45,7 @@ TRANSIENT_ERRORS = (
 )
 MAX_STAGE_RESTARTS = 3
 SUPERVISE_POLL_S = 0.2  # how often the driver looks at its queries and control requests
+HOOK_DELAY_S = 60.0  # the longest start-up hooks wait for the stages' first batches
 
 
 def short_error(exc: BaseException) -> str:
@@ -102,9 +103,11 @@ class JobContext:
         self._on_started: list[Callable[[JobContext], object]] = []
 
     def on_started(self, hook: Callable[[JobContext], object]) -> None:
-        """Run ``hook(ctx)`` once the job holds its lease and its stages run (in a thread: it
-        may run Spark jobs). Never during a describe or a warm standby's dry build, and never
-        in a fenced duplicate, so work that writes belongs here rather than in ``build``."""
+        """Run ``hook(ctx)`` once the job holds its lease and every stage has committed its
+        first batch or found nothing to do (at most :data:`HOOK_DELAY_S` after the stages
+        started; in a thread: it may run Spark jobs, which then do not slow the first batches
+        down). Never during a describe or a warm standby's dry build, and never in a fenced
+        duplicate, so work that writes belongs here rather than in ``build``."""
         self._on_started.append(hook)
 
     def source_options(self, source_id: str) -> dict[str, str]:
@@ -245,7 +248,11 @@ class JobContext:
         queries = list(armed)
         for i, stage in enumerate(self.stages):
             if stage.name in stale:
-                queries[i].awaitTermination(60)
+                try:
+                    queries[i].awaitTermination(60)
+                except Exception as exc:  # expected: Spark refuses the changed checkpoint
+                    log.info("job %s: armed stage %s ended as expected: %s", self.job,
+                             stage.name, short_error(exc)[:200])  # fmt: skip
                 if queries[i].isActive:
                     queries[i].stop()
                 queries[i] = self._start(
@@ -294,6 +301,9 @@ class JobContext:
             return {}
 
     def _run_hook(self, hook: Callable[[JobContext], object]) -> None:
+        deadline = time.monotonic() + HOOK_DELAY_S
+        while self.board.snapshot().get("state") == "STARTING" and time.monotonic() < deadline:
+            time.sleep(0.2)
         try:
             self._check_lease()
             hook(self)
