@@ -62,7 +62,10 @@ def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: 
     raise SystemExit(f"{job} did not read up to {final} within 300 s")
 
 
-def run_once(settings: Settings, root: Path, rate: float, after: float, i: int, warm: bool) -> str:
+def run_once(
+    settings: Settings, root: Path, rate: float, after: float, i: int, warm: bool,
+    event_log: bool = False,
+) -> str:  # fmt: skip
     job = f"fleet-bench-up-{i}"
     work = root / job
     # data flows until `after` seconds after the upgrade, however long v1 and v2 take to start
@@ -78,6 +81,10 @@ def run_once(settings: Settings, root: Path, rate: float, after: float, i: int, 
                  ("fleet-pings.yaml", "fleet-pings-v2.yaml")]  # fmt: skip
         v1, v2 = (s.model_copy(update={"name": job, "trigger_interval": "1 second",
                                        "args": {**s.args, **args}}) for s in specs)  # fmt: skip
+        if event_log:  # Spark's event log of v2, to see where its first batches spend time
+            (work / "events").mkdir(parents=True, exist_ok=True)
+            events = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(work / "events")}
+            v2 = v2.model_copy(update={"conf": {**v2.conf, **events}})
         submit_job(v1, settings, wait_healthy=600)
         time.sleep(15)
         outcome = upgrade(settings, job, v2, health_timeout=600, warm=warm)
@@ -122,6 +129,7 @@ def main() -> None:
         default="both",
         help="start v2 after v1 stopped (cold), as a warm standby, or both",
     )
+    ap.add_argument("--event-log", action="store_true", help="write v2's Spark event log")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-upgrade-", "3g")
@@ -129,7 +137,9 @@ def main() -> None:
         cluster.start()
         modes = [False, True] if args.mode == "both" else [args.mode == "warm"]
         lines = [
-            run_once(settings, root, args.rate, args.after, i * len(modes) + j, warm)
+            run_once(
+                settings, root, args.rate, args.after, i * len(modes) + j, warm, args.event_log
+            )
             for i in range(args.runs)
             for j, warm in enumerate(modes)
         ]
