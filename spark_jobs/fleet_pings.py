@@ -69,15 +69,17 @@ def vehicles_sink(
     ctx: JobContext, fields: tuple[str, ...] = VEHICLE_FIELDS
 ) -> Callable[[DataFrame, int], None]:
     url, job, version = str(ctx.args["store_url"]), ctx.job, ctx.spec.version
+    dry = ctx.rehearsal  # a warm standby's rehearsal: compute, write nothing
 
     def write(batch: DataFrame, batch_id: int) -> None:
         engine = store.engine_for(url)
         batch.persist()
         try:
             bad = pings.invalid(batch).select("source", "position", "raw", "reason").collect()
-            store.insert_quarantine(engine, (r.asDict() for r in bad), job)
             latest = latest_per_vin(pings.valid(batch), fields).collect()
-            store.upsert_vehicles(engine, (r.asDict() for r in latest), version)
+            if not dry:
+                store.insert_quarantine(engine, (r.asDict() for r in bad), job)
+                store.upsert_vehicles(engine, (r.asDict() for r in latest), version)
         finally:
             batch.unpersist()
 
@@ -112,10 +114,12 @@ def stats_sink(
     ctx: JobContext, table: Any = store.vehicle_stats
 ) -> Callable[[DataFrame, int], None]:
     url = str(ctx.args["store_url"])
+    dry = ctx.rehearsal  # a warm standby's rehearsal: compute, write nothing
 
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = batch.collect()
-        store.upsert_stats(store.engine_for(url), (r.asDict() for r in rows), table)
+        if not dry:
+            store.upsert_stats(store.engine_for(url), (r.asDict() for r in rows), table)
 
     return write
 
@@ -153,11 +157,12 @@ def build(ctx: JobContext) -> None:
     store.engine_for(str(ctx.args["store_url"]))  # tables exist before the first batch
     ctx.on_started(report_release)
     watermark = str(ctx.args.get("watermark", "2 minutes"))
-    ctx.add_stage("vehicles", ping_stream(ctx), vehicles_sink(ctx))
+    ctx.add_stage("vehicles", ping_stream(ctx), vehicles_sink(ctx), dry_sink=True)
     ctx.add_stage(
         "vehicle-stats-1m",
         windowed_stats(pings.valid(ping_stream(ctx)), watermark, "1 minute"),
         stats_sink(ctx),
         output_mode="update",
         stateful=True,
+        dry_sink=True,
     )

@@ -26,6 +26,7 @@ def build(ctx: JobContext) -> None:
         "vehicles",
         fleet_pings.ping_stream(ctx),
         fleet_pings.vehicles_sink(ctx, VEHICLE_FIELDS_V2),
+        dry_sink=True,
     )
     ctx.add_stage(
         "vehicle-stats-1m",
@@ -35,6 +36,7 @@ def build(ctx: JobContext) -> None:
         fleet_pings.stats_sink(ctx),
         output_mode="update",
         stateful=True,
+        dry_sink=True,
     )
     ctx.add_stage(
         "avg-speed-5m",
@@ -44,4 +46,5 @@ def build(ctx: JobContext) -> None:
         fleet_pings.stats_sink(ctx, store.avg_speed_5m),
         output_mode="update",
         stateful=True,
+        dry_sink=True,
     )

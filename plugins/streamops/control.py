@@ -95,7 +95,7 @@ def wait_result(
     request: ControlRequest,
     *,
     still_alive: Callable[[], bool] | None = None,
-    poll: float = 0.1,
+    poll: float = 0.05,
     alive_every: float = 1.0,
 ) -> ControlResult:
     """Wait for the driver's answer; raise on failure, timeout, or a driver that went away.

@@ -67,6 +67,7 @@ class Stage:
     sink: BatchSink
     output_mode: str = "append"
     stateful: bool = False
+    dry_sink: bool = False  # built for a rehearsal context, the sink computes but writes nothing
 
 
 class JobContext:
@@ -164,11 +165,15 @@ class JobContext:
         *,
         output_mode: str = "append",
         stateful: bool = False,
+        dry_sink: bool = False,
     ) -> None:
+        """Declare a stage. ``dry_sink``: the sink, built from a context with ``rehearsal``
+        set, computes what it would write and writes nothing; a warm standby's rehearsal then
+        runs it (warming up its code) instead of Spark's ``noop`` sink."""
         check_name("stage", name)
         if any(s.name == name for s in self.stages):
             raise ValueError(f"stage {name!r} declared twice in job {self.job}")
-        self.stages.append(Stage(name, frame, sink, output_mode, stateful))
+        self.stages.append(Stage(name, frame, sink, output_mode, stateful, dry_sink))
 
     def describe(self, stage: str) -> dict[str, Any] | None:
         """The stage's state descriptor (operators, keys, aggregates), for plans and manifests

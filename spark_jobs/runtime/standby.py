@@ -4,8 +4,9 @@ Started with ``--standby TOKEN``, the driver creates its Spark session, imports 
 builds its stages once to validate them (plans analysed, state descriptors computed), waits
 for its executors and starts their Python workers (the first batch of a Python source would
 otherwise pay for both), rehearses (builds the stages again with sources that read only their
-newest data, and runs each once into Spark's ``noop`` sink on a scratch checkpoint: the
-driver's and executors' JVMs compile the stages' code and warm up, the sources' Python runs),
+newest data, and runs each once on a scratch checkpoint into its sink built dry (it computes
+and writes nothing), else into Spark's ``noop`` sink: the driver's and executors' JVMs compile
+the stages' code and warm up, the sources' and sinks' Python runs),
 arms its stages (starts their queries on the job's checkpoints, held at a gate before Spark
 reads the checkpoints: the sources' Python processes are up), writes
 ``<job>/standby/TOKEN.ready.json`` and waits. It writes nothing else (but the empty checkpoint
@@ -130,10 +131,10 @@ def rehearse(
     try:
         build(trial)
         for stage in trial.stages:
+            writer = stage.frame.writeStream.queryName(f"rehearsal-{stage.name}")
+            writer = writer.foreachBatch(stage.sink) if stage.dry_sink else writer.format("noop")
             queries[stage.name] = (
-                stage.frame.writeStream.queryName(f"rehearsal-{stage.name}")
-                .format("noop")
-                .option("checkpointLocation", str(scratch / stage.name))
+                writer.option("checkpointLocation", str(scratch / stage.name))
                 .outputMode(stage.output_mode)
                 .trigger(once=True)
                 .start()
@@ -190,7 +191,7 @@ def prepare_reads(ctx: JobContext) -> int:
     return done
 
 
-def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.1) -> str:
+def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.05) -> str:
     """Block until the ops side releases this standby with a savepoint to start from."""
     path = layout.standby_go_file(job, token)
     while True:

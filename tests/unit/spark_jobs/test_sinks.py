@@ -1,0 +1,40 @@
+"""fleet-pings sinks write the store, and write nothing when built for a rehearsal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_jobs import fleet_pings, pings
+from spark_jobs.sinks import store
+from spark_jobs.sources.beta import BETA_SCHEMA
+
+GOOD = {"vin": "1HGCM82633A004352", "time": 1_700_000_000.0, "latitude": 50.0,
+        "longitude": 8.0, "speed": 42.0, "heading": 90.0}  # fmt: skip
+
+
+def ctx_for(url: str, rehearsal: bool) -> Any:
+    return SimpleNamespace(args={"store_url": url}, job="fleet", rehearsal=rehearsal,
+                           spec=SimpleNamespace(version="1"))  # fmt: skip
+
+
+@pytest.mark.parametrize("rehearsal", [False, True])
+def test_vehicles_sink_writes_only_outside_a_rehearsal(
+    spark: SparkSession, tmp_path: Path, rehearsal: bool
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    records = [(1, json.dumps({**GOOD, "sequence": 1})), (2, "not json")]
+    batch = pings.from_beta(spark.createDataFrame(records, BETA_SCHEMA))
+    fleet_pings.vehicles_sink(ctx_for(url, rehearsal))(batch, 0)
+    engine = store.engine_for(url)
+    vehicles = store.read_table(engine, store.vehicles)
+    quarantined = store.read_table(engine, store.quarantine)
+    if rehearsal:
+        assert vehicles == [] and quarantined == []
+    else:
+        assert [v["vin"] for v in vehicles] == [GOOD["vin"]] and len(quarantined) == 1
