@@ -5,7 +5,7 @@ upgrades to v2 while data flows; ``--after`` seconds later stops the simulators 
 serving) and waits until v2 has read everything; prints:
 
 - the gap: savepoint request → first batch committed by v2 (from status-history.jsonl),
-  split into savepoint-with-cancel and start-of-v2;
+  with the savepoint-with-cancel part, and the time until every stage of v2 committed one;
 - lost / duplicated / different rows in ``vehicles`` and ``vehicle_stats`` against the
   batch recomputation from the simulators' journals.
 
@@ -33,12 +33,14 @@ from streamops.submit import submit_job
 from streamops.upgrade import upgrade
 
 
-def first_batch_of(history: Path, version: str, after: float) -> float | None:
+def first_batches(history: Path, version: str, after: float) -> dict[str, float]:
+    """Per stage of ``version``, when it committed its first batch after ``after``."""
+    out: dict[str, float] = {}
     for line in history.read_text().splitlines():
         rec = json.loads(line)
         if rec.get("version") == version and rec["last_batch_at"] >= after:
-            return float(rec["last_batch_at"])
-    return None
+            out.setdefault(rec["stage"], float(rec["last_batch_at"]))
+    return out
 
 
 def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: int) -> None:
@@ -93,17 +95,19 @@ def run_once(
         time.sleep(after)
         alpha.stop()
         beta.finish()  # the server keeps answering until the end
-        first = first_batch_of(settings.layout.status_history(job), "2", t0)
+        firsts = first_batches(settings.layout.status_history(job), "2", t0)
         wait_caught_up(registry, job, work / "alpha", beta.emitted)
         records = read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl")
         good = valid_pings(records)
         engine = store.engine_for(url)
         veh = compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles))
         win = compare_windows(tumbling_windows(good), store.read_table(engine, store.vehicle_stats))
-        gap = f"{first - t0:6.1f} s" if first else "  n/a"
+        gap = f"{min(firsts.values()) - t0:6.1f} s" if firsts else "  n/a"
+        every = f"{max(firsts.values()) - t0:.1f} s" if firsts else "n/a"
         return (
             f"run {i} ({'warm' if warm else 'cold'}): gap {gap} (savepoint+cancel "
-            f"{outcome.savepoint_s:.1f} s, v2 start {outcome.start_s:.1f} s); "
+            f"{outcome.savepoint_s:.1f} s; every stage's first batch {every}; upgrade() "
+            f"returned {outcome.start_s:.1f} s after the savepoint); "
             f"vehicles {len(veh.missing)} lost / "
             f"{len(veh.unexpected)} extra / {len(veh.different)} different; windows "
             f"{len(win.missing)} lost / {len(win.unexpected)} extra / {len(win.different)} "
