@@ -210,6 +210,7 @@ class JobContext:
         if not self.stages:
             raise ValueError(f"job {self.job} declared no stages")
         self.gate_file.unlink(missing_ok=True)  # a relaunched standby waits for its lease too
+        shutil.rmtree(gate_waiting_dir(self.gate_file), ignore_errors=True)
         self._listen()
         self._armed_empty = {s.name for s in self.stages if not self._has_batches(s.name)}
         self._armed = [self._start(stage, "armed", fresh=True) for stage in self.stages]
