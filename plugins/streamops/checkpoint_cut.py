@@ -16,10 +16,19 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 
 _BATCH_FILE = re.compile(r"^\.?(\d+)(?:\.compact)?(?:\.crc)?$")
 _STATE_FILE = re.compile(r"^\.?(\d+)(?:_[0-9A-Za-z-]+)?\.(delta|snapshot|zip|changelog)(?:\.crc)?$")
 _BATCH_DIRS = frozenset({"offsets", "commits", "sources"})
+
+
+def last_batch(folder: Path) -> int | None:
+    """Highest batch id file in a checkpoint's ``offsets/`` or ``commits/`` directory."""
+    if not folder.is_dir():
+        return None
+    ids = [int(p.name) for p in folder.iterdir() if p.name.isdigit()]
+    return max(ids) if ids else None
 
 
 def versioned(rel: str) -> int | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamops import control, savepoints
+from streamops.checkpoint_cut import last_batch
 from streamops.exceptions import JobError, JobNotFound
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
@@ -139,8 +140,7 @@ def clear_stale_checkpoint(
     stale = settings.layout.checkpoint(job, stage)
     if not stale.exists():
         return
-    offsets = stale / "offsets"
-    if keep_empty and not (offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())):
+    if keep_empty and last_batch(stale / "offsets") is None:
         return
     log.info("removing stale checkpoint of new stage %s: %s", stage, stale)
     shutil.rmtree(stale)

@@ -25,10 +25,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.runtime.control import ControlLoop
-from spark_jobs.runtime.savepointing import last_batch, resume_point
+from spark_jobs.runtime.savepointing import resume_point
 from spark_jobs.runtime.status import StatusBoard, StatusListener
 from spark_jobs.sources.positions import gate_waiting_dir
 from streamops import lease
+from streamops.checkpoint_cut import last_batch
 from streamops.layout import StateLayout
 from streamops.names import check_name
 from streamops.spec import JobSpec, ProcessingGuarantee
@@ -238,7 +239,7 @@ class JobContext:
                 return round(time.monotonic() - started, 2)
             time.sleep(0.1)
 
-    def _open_gate(self, armed: list[Any], gate: Path) -> list[Any]:
+    def _open_gate(self, armed: list[Any]) -> list[Any]:
         """Let the armed queries read their checkpoints. Spark remembers whether a checkpoint
         had a batch when its query started: a stage armed on an empty checkpoint that has
         batches now (the old version committed its first batch after the standby armed) fails
@@ -246,6 +247,8 @@ class JobContext:
         stale = {
             s.name for s in self.stages if s.name in self._armed_empty and self._has_batches(s.name)
         }
+        gate = self.gate_file
+        assert gate is not None  # only a context with a gate is armed (arm())
         gate.parent.mkdir(parents=True, exist_ok=True)
         gate.touch()
         shutil.rmtree(gate_waiting_dir(gate), ignore_errors=True)
@@ -287,8 +290,8 @@ class JobContext:
                 stage.name, stateful=stage.stateful, descriptor=self.describe(stage.name),
                 **self._resumed_at(stage.name),
             )  # fmt: skip
-        if self._armed is not None and self.gate_file is not None:
-            queries = self._open_gate(self._armed, self.gate_file)
+        if self._armed is not None:
+            queries = self._open_gate(self._armed)
         else:
             queries = [self._start(stage, fresh=True) for stage in self.stages]
         for hook in self._on_started:

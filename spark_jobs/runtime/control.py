@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from spark_jobs.runtime.savepointing import drain, last_batch, stage_entry
+from spark_jobs.runtime.savepointing import drain, stage_entry
 from streamops import control, savepoints
+from streamops.checkpoint_cut import last_batch
 
 if TYPE_CHECKING:
     from spark_jobs.runtime.context import JobContext

@@ -19,19 +19,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from streamops.checkpoint_cut import last_batch
+
 log = logging.getLogger("spark_jobs.savepointing")
 
 
 class DrainTimeout(RuntimeError):
     """A stage did not reach a batch boundary in time."""
-
-
-def last_batch(folder: Path) -> int | None:
-    """Highest batch id file in a checkpoint's ``offsets/`` or ``commits/`` directory."""
-    if not folder.is_dir():
-        return None
-    ids = [int(p.name) for p in folder.iterdir() if p.name.isdigit()]
-    return max(ids) if ids else None
 
 
 def committed_offsets(checkpoint: Path, batch_id: int | None) -> list[dict[str, Any]]:

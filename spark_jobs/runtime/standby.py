@@ -117,10 +117,11 @@ def warm_executors(
 def rehearse(
     ctx: JobContext, build: Callable[[JobContext], object], timeout: float = REHEARSAL_TIMEOUT_S
 ) -> dict[str, Any]:
-    """Run each stage of the job once on its sources' newest data into ``noop``, in parallel,
-    on scratch checkpoints; nothing is written where the job keeps anything. Best effort: a
-    failure is reported (``failed``: stage → error) and logged, and the standby goes on (the
-    real first batch decides; a broken version is rolled back)."""
+    """Run each stage of the job once on its sources' newest data, in parallel, on scratch
+    checkpoints, into its sink built dry (``Stage.dry_sink``) or else Spark's ``noop`` sink;
+    nothing is written where the job keeps anything. Best effort: a failure is reported
+    (``failed``: stage → error) and logged, and the standby goes on (the real first batch
+    decides; a broken version is rolled back)."""
     from spark_jobs.runtime.context import JobContext, short_error
 
     started = time.monotonic()

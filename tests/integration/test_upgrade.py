@@ -14,8 +14,8 @@ import pytest
 from support.fleet import FleetRun
 from support.integration import ClusterHandle, wait_until
 
-from spark_jobs.runtime.savepointing import last_batch
 from streamops import savepoints
+from streamops.checkpoint_cut import last_batch
 from streamops.restore import earliest_positions, savepoint_job
 from streamops.upgrade import UpgradeFailed, UpgradeRefused, plan_upgrade, upgrade
 

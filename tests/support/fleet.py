@@ -18,8 +18,9 @@ from typing import Any
 
 from support.integration import ClusterHandle, describe_job, wait_until
 
-from spark_jobs.runtime.savepointing import committed_offsets, last_batch
+from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
+from streamops.checkpoint_cut import last_batch
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.fleet import Ping
 from streamops.sim.journal import JournalRecord, valid_pings
