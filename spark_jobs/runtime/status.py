@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -152,12 +153,48 @@ def _num(value: Any) -> float | None:
         return None
 
 
+@dataclass(frozen=True)
+class ProgressJson:
+    """A progress event's ``StreamingQueryProgress`` as Spark's JSON text."""
+
+    json: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class QueryEvent:
+    """What :class:`StatusListener` reads of a started, progress, idle or terminated event."""
+
+    id: str
+    runId: str | None = None  # noqa: N815 (Spark's name, as PySpark's events have it)
+    name: str | None = None
+    progress: ProgressJson | None = None
+    exception: str | None = None
+
+
 class StatusListener(StreamingQueryListener):
-    """Feeds every query's progress into the :class:`StatusBoard`."""
+    """Feeds every query's progress into the :class:`StatusBoard`.
+
+    Registered through :class:`_JsonBridge`, not PySpark's own bridge: PySpark turns every
+    progress event into Python objects field by field, with a JVM round trip per field and a
+    Java exception (converted on the Python side by a dozen class look-ups that scan every jar)
+    at the end of each map it copies; with three stages that took a third of the driver JVM's
+    CPU. The bridge asks the JVM once for the progress's JSON text."""
 
     def __init__(self, board: StatusBoard) -> None:
         self.board = board
         self._names: dict[str, str] = {}
+        self._bridge: Any = None
+
+    @property
+    def _jlistener(self) -> Any:  # what StreamingQueryManager.addListener registers
+        if self._bridge is None:
+            from pyspark import SparkContext
+
+            jvm = SparkContext._jvm
+            assert jvm is not None, "no active SparkContext"
+            self._bridge = jvm.PythonStreamingQueryListenerWrapper(_JsonBridge(self))
+        return self._bridge
 
     def onQueryStarted(self, event: Any) -> None:
         self._names[str(event.id)] = event.name
@@ -167,7 +204,7 @@ class StatusListener(StreamingQueryListener):
         try:
             self.board.record_progress(json.loads(event.progress.json))
         except Exception:  # a status write must never kill the query's listener bus
-            log.exception("could not record progress of %s", event.progress.name)
+            log.exception("could not record progress of %s", event.progress.name or "a stage")
 
     def onQueryIdle(self, event: Any) -> None:
         """No new data: the stage is up and ready (a restored stage may have nothing to do)."""
@@ -183,3 +220,35 @@ class StatusListener(StreamingQueryListener):
             log.error("stage query %s failed: %s", event.id, event.exception)
         else:
             log.info("stage query %s stopped", event.id)
+
+
+class _JsonBridge:
+    """The Py4J implementation of Spark's ``PythonStreamingQueryListener`` for
+    :class:`StatusListener`: each event crosses with the few JVM calls it needs."""
+
+    def __init__(self, listener: StatusListener) -> None:
+        self.listener = listener
+
+    def onQueryStarted(self, jevent: Any) -> None:
+        self.listener.onQueryStarted(
+            QueryEvent(str(jevent.id().toString()), str(jevent.runId().toString()),
+                       name=jevent.name())
+        )  # fmt: skip
+
+    def onQueryProgress(self, jevent: Any) -> None:
+        self.listener.onQueryProgress(
+            QueryEvent("", progress=ProgressJson(str(jevent.progress().json())))
+        )
+
+    def onQueryIdle(self, jevent: Any) -> None:
+        self.listener.onQueryIdle(QueryEvent(str(jevent.id().toString())))
+
+    def onQueryTerminated(self, jevent: Any) -> None:
+        error = jevent.exception()
+        self.listener.onQueryTerminated(
+            QueryEvent(str(jevent.id().toString()),
+                       exception=str(error.get()) if error.isDefined() else None)
+        )  # fmt: skip
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]

@@ -263,3 +263,43 @@ def test_an_idle_restored_stage_counts_as_ready(board: StatusBoard, layout: Stat
         doc["stages"]["vehicle-stats-1m"]["ready"]
         and doc["stages"]["vehicle-stats-1m"]["batch_id"] is None
     )
+
+
+def test_listener_on_a_real_query_crosses_without_java_exceptions(
+    spark: Any, layout: StateLayout, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Registered on a real session, the listener records batches and idleness, and no event
+    raises a Java exception on the way (PySpark's own bridge raises one per map it copies, each
+    converted by class look-ups that scan every jar: a third of a driver's CPU)."""
+    import pyspark.errors.exceptions.captured as captured
+
+    converted: list[str] = []
+    original = captured._convert_exception
+
+    def counting(e: Any) -> Any:
+        converted.append(str(e)[:200])
+        return original(e)
+
+    monkeypatch.setattr(captured, "_convert_exception", counting)
+    board = StatusBoard(layout, JOB, IDENTITY)
+    board.declare_stage("ticks")
+    listener = StatusListener(board)
+    spark.streams.addListener(listener)
+    query = (
+        spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+        .writeStream.queryName("ticks").format("noop")
+        .option("checkpointLocation", str(tmp_path / "ticks"))
+        .trigger(processingTime="0.2 seconds").start()
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while (board.snapshot()["stages"]["ticks"].get("batch_id") or 0) < 2:
+            assert time.monotonic() < deadline, "no progress recorded within 60 s"
+            assert query.exception() is None
+            time.sleep(0.1)
+    finally:
+        query.stop()
+        spark.streams.removeListener(listener)
+    history = (layout.job_dir(JOB) / "status-history.jsonl").read_text().splitlines()
+    assert json.loads(history[-1])["stage"] == "ticks"
+    assert converted == []
