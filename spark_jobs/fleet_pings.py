@@ -65,6 +65,22 @@ def latest_per_vin(valid_pings: DataFrame, fields: tuple[str, ...] = VEHICLE_FIE
     return valid_pings.groupBy("vin").agg(newest.alias("p")).select("p.*")
 
 
+QUARANTINE_FIELDS = ("source", "position", "raw", "reason")
+
+
+def latest_and_invalid(batch: DataFrame, fields: tuple[str, ...] = VEHICLE_FIELDS) -> DataFrame:
+    """In one aggregation (one Spark job, the sources read once): the newest valid ping per
+    VIN, and every invalid record as it is (each its own group, keyed by its position)."""
+    key = F.when(F.col("reason").isNull(), F.concat(F.lit("v:"), F.col("vin"))).otherwise(
+        F.concat_ws(":", F.lit("q"), F.col("source"), F.col("position"))
+    )
+    # valid rows always have a time and a sequence: coalesce only orders the invalid ones
+    order = F.struct(F.coalesce("time", F.lit(0.0)), F.coalesce("sequence", F.lit(0)))
+    columns = dict.fromkeys((*fields, *QUARANTINE_FIELDS))
+    newest = F.max_by(F.struct(*columns), order)
+    return batch.groupBy(key.alias("_key")).agg(newest.alias("p")).select("p.*")
+
+
 def vehicles_sink(
     ctx: JobContext, fields: tuple[str, ...] = VEHICLE_FIELDS
 ) -> Callable[[DataFrame, int], None]:
@@ -72,16 +88,14 @@ def vehicles_sink(
     dry = ctx.rehearsal  # a warm standby's rehearsal: compute, write nothing
 
     def write(batch: DataFrame, batch_id: int) -> None:
+        rows = [r.asDict() for r in latest_and_invalid(batch, fields).collect()]
+        if dry:
+            return
         engine = store.engine_for(url)
-        batch.persist()
-        try:
-            bad = pings.invalid(batch).select("source", "position", "raw", "reason").collect()
-            latest = latest_per_vin(pings.valid(batch), fields).collect()
-            if not dry:
-                store.insert_quarantine(engine, (r.asDict() for r in bad), job)
-                store.upsert_vehicles(engine, (r.asDict() for r in latest), version)
-        finally:
-            batch.unpersist()
+        bad = [{k: r[k] for k in QUARANTINE_FIELDS} for r in rows if r["reason"] is not None]
+        latest = [{k: r[k] for k in fields} for r in rows if r["reason"] is None]
+        store.insert_quarantine(engine, bad, job)
+        store.upsert_vehicles(engine, latest, version)
 
     return write
 
@@ -131,8 +145,8 @@ def classpath_release(spark: SparkSession) -> str:
         spark.udf.registerJavaFunction(RELEASE_UDF, RELEASE_CLASS, StringType())
         row = spark.range(1).selectExpr(f"{RELEASE_UDF}('probe') AS release").first()
     except (PySparkException, Py4JError) as exc:
-        log.warning("no classpath jar release (%s not loadable): %s", RELEASE_CLASS,
-                    str(exc).splitlines()[0] if str(exc) else exc)
+        reason = str(exc).splitlines()[0] if str(exc) else exc
+        log.warning("no classpath jar release (%s not loadable): %s", RELEASE_CLASS, reason)
         return "none"
     return str(row["release"]) if row and row["release"] else "none"
 

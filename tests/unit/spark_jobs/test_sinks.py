@@ -38,3 +38,23 @@ def test_vehicles_sink_writes_only_outside_a_rehearsal(
         assert vehicles == [] and quarantined == []
     else:
         assert [v["vin"] for v in vehicles] == [GOOD["vin"]] and len(quarantined) == 1
+
+
+def test_one_aggregation_gives_the_newest_ping_per_vin_and_every_invalid_record(
+    spark: SparkSession,
+) -> None:
+    other = "2HGCM82633A004353"
+    records = [
+        (1, json.dumps({**GOOD, "sequence": 1, "speed": 1.0})),
+        (2, json.dumps({**GOOD, "sequence": 2, "speed": 2.0})),  # same time, later sequence
+        (3, json.dumps({**GOOD, "sequence": 3, "time": GOOD["time"] - 5, "speed": 3.0})),  # older
+        (4, json.dumps({**GOOD, "vin": other, "sequence": 4, "speed": 4.0})),
+        (5, json.dumps({**GOOD, "sequence": 5, "speed": 999.0})),  # invalid: not in vehicles
+        (6, "not json"),
+    ]
+    batch = pings.from_beta(spark.createDataFrame(records, BETA_SCHEMA))
+    rows = [r.asDict() for r in fleet_pings.latest_and_invalid(batch).collect()]
+    latest = {r["vin"]: (r["sequence"], r["speed"]) for r in rows if r["reason"] is None}
+    bad = sorted((r["position"], r["reason"]) for r in rows if r["reason"] is not None)
+    assert latest == {GOOD["vin"]: (2, 2.0), other: (4, 4.0)}
+    assert bad == [("5", "speed is not a number in [0, 500]"), ("6", "not a JSON object")]
