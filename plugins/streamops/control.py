@@ -40,6 +40,10 @@ class ControlRequest:
     timeout_s: float
     name: str | None = None
     cancel: bool = False
+    # with cancel: a warm standby takes over; the stopped driver shuts down only once the new
+    # version runs (or HANDOVER_WAIT_S passed), so its teardown does not slow the new
+    # version's first batches
+    handover: bool = False
 
     @property
     def expired(self) -> bool:
@@ -74,6 +78,7 @@ def send_request(
     *,
     name: str | None = None,
     cancel: bool = False,
+    handover: bool = False,
     timeout: float = 120.0,
 ) -> ControlRequest:
     """Write a request for the driver of ``job``; it is acted on at the next batch boundary."""
@@ -82,7 +87,7 @@ def send_request(
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     request = ControlRequest(
         id=f"{stamp}-{kind}-{uuid.uuid4().hex[:8]}", kind=kind, created_at=time.time(),
-        timeout_s=timeout, name=name, cancel=cancel,
+        timeout_s=timeout, name=name, cancel=cancel, handover=handover and cancel,
     )  # fmt: skip
     write_json_atomic(_request_path(layout, job, request.id), asdict(request))
     log.info("sent %s request %s to job %s (timeout %.0fs)", kind, request.id, job, timeout)

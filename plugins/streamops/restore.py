@@ -36,15 +36,17 @@ def savepoint_job(
     """Take savepoint ``name`` of the running ``job``; with ``cancel``, stop it afterwards.
 
     With ``cancel`` the driver has stopped its queries and given up its lease when this
-    returns; ``wait_stopped`` also waits for its process to end (a warm standby need not).
+    returns; ``wait_stopped`` also waits for its process to end. Without it (a warm standby
+    takes over) the driver is told so, and it shuts down only once the new version runs.
     """
     registry = JobRegistry(settings)
     view = registry.view(job)
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
     request = control.send_request(
-        settings.layout, job, "savepoint", name=name, cancel=cancel, timeout=timeout
-    )
+        settings.layout, job, "savepoint", name=name, cancel=cancel, timeout=timeout,
+        handover=cancel and not wait_stopped,
+    )  # fmt: skip
     result = control.wait_result(
         settings.layout, job, request, still_alive=lambda: registry.view(job).is_live
     )

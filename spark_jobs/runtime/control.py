@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from spark_jobs.runtime.savepointing import drain, stage_entry
 from streamops import control, savepoints
 from streamops.checkpoint_cut import last_batch
+from streamops.layout import read_json
 
 if TYPE_CHECKING:
     from spark_jobs.runtime.context import JobContext
 
 log = logging.getLogger("spark_jobs.control")
 DRAIN_TIMEOUT = 120.0
+HANDOVER_WAIT_S = 20.0  # the longest a stopped driver waits for its warm standby to run
 
 
 class ControlLoop:
@@ -80,6 +82,8 @@ class ControlLoop:
                 # answer) may take the lease at once instead of after this JVM has exited
                 ctx.release_lease()
                 self._answer(request, True, "job stopped at a batch boundary", detail)
+                if request.handover:
+                    self._await_successor()
                 return True
             self._answer(request, True, "savepoint written; job goes on", detail)
             return False
@@ -89,6 +93,23 @@ class ControlLoop:
             return False
         finally:
             pause.unlink(missing_ok=True)
+
+    def _await_successor(self, wait_s: float = HANDOVER_WAIT_S) -> None:
+        """Stay idle (queries stopped, lease given up) until another driver of the job runs
+        every stage, or ``wait_s`` passed: this JVM's and its executors' teardown then does
+        not compete with the successor's first batches for the cluster's cores."""
+        ctx = self.ctx
+        mine = ctx.board.snapshot().get("driver_id")
+        started = time.monotonic()
+        while time.monotonic() - started < wait_s:
+            status = read_json(ctx.layout.status_file(ctx.job)) or {}
+            if status.get("driver_id") != mine and status.get("state") not in (None, "STARTING"):
+                log.info("control: the next driver %s runs (%s) after %.1fs; shutting down",
+                         status.get("driver_id"), status.get("state"),
+                         time.monotonic() - started)  # fmt: skip
+                return
+            time.sleep(0.2)
+        log.info("control: no successor running after %.0fs; shutting down", wait_s)
 
     def _savepoint(
         self, request: control.ControlRequest, checkpoints: dict[str, Path],

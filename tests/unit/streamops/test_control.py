@@ -52,3 +52,10 @@ def test_a_driver_that_went_away(layout: StateLayout) -> None:
     with pytest.raises(ControlFailed, match="went away"):
         control.wait_result(layout, "job", request, still_alive=lambda: False, alive_every=0.1)
 
+
+
+def test_a_handover_is_asked_only_with_cancel(layout: StateLayout) -> None:
+    control.send_request(layout, "job", "savepoint", name="a", cancel=True, handover=True)
+    control.send_request(layout, "job", "savepoint", name="b", handover=True)
+    found = {r.name: r.handover for r in control.pending_requests(layout, "job")}
+    assert found == {"a": True, "b": False}
