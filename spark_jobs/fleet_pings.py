@@ -14,12 +14,12 @@ Args (job spec): ``alpha_dir``, ``beta_url``, ``store_url``, ``watermark`` (defa
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
@@ -60,9 +60,14 @@ def ping_stream(ctx: JobContext) -> DataFrame:
     return pings.from_alpha(alpha).unionByName(pings.from_beta(beta))
 
 
+def _newest(frame: DataFrame, key: Column, fields: Iterable[str], order: Column) -> DataFrame:
+    """Per ``key``, the ``fields`` of the row with the greatest ``order``."""
+    newest = F.max_by(F.struct(*fields), order)
+    return frame.groupBy(key).agg(newest.alias("p")).select("p.*")
+
+
 def latest_per_vin(valid_pings: DataFrame, fields: tuple[str, ...] = VEHICLE_FIELDS) -> DataFrame:
-    newest = F.max_by(F.struct(*fields), F.struct("time", "sequence"))
-    return valid_pings.groupBy("vin").agg(newest.alias("p")).select("p.*")
+    return _newest(valid_pings, F.col("vin"), fields, F.struct("time", "sequence"))
 
 
 QUARANTINE_FIELDS = ("source", "position", "raw", "reason")
@@ -76,9 +81,7 @@ def latest_and_invalid(batch: DataFrame, fields: tuple[str, ...] = VEHICLE_FIELD
     )
     # valid rows always have a time and a sequence: coalesce only orders the invalid ones
     order = F.struct(F.coalesce("time", F.lit(0.0)), F.coalesce("sequence", F.lit(0)))
-    columns = dict.fromkeys((*fields, *QUARANTINE_FIELDS))
-    newest = F.max_by(F.struct(*columns), order)
-    return batch.groupBy(key.alias("_key")).agg(newest.alias("p")).select("p.*")
+    return _newest(batch, key.alias("_key"), dict.fromkeys((*fields, *QUARANTINE_FIELDS)), order)
 
 
 def vehicles_sink(

@@ -45,7 +45,7 @@ def savepoint_job(
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
     request = control.send_request(
         settings.layout, job, "savepoint", name=name, cancel=cancel, timeout=timeout,
-        handover=cancel and not wait_stopped,
+        handover=not wait_stopped,
     )  # fmt: skip
     result = control.wait_result(
         settings.layout, job, request, still_alive=lambda: registry.view(job).is_live

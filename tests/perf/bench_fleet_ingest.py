@@ -22,14 +22,13 @@ import statistics
 import threading
 import time
 
-from harness import bench_cluster
+from harness import bench_cluster, fleet_spec
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
-from streamops.settings import PROJECT_ROOT, Settings
+from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
-from streamops.spec import load_spec
 from streamops.submit import submit_job
 
 
@@ -76,13 +75,10 @@ def main() -> None:
     latencies: list[float] = []
     try:
         cluster.start()
-        spec = load_spec(PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml")
         beta.start()
-        spec = spec.model_copy(update={
-            "name": "fleet-bench", "trigger_interval": args.trigger,
-            "args": {**spec.args, "alpha_dir": str(root / "alpha"), "beta_url": beta.url,
-                     "store_url": url, "beta_max_records_per_batch": args.max_records},
-        })  # fmt: skip
+        data = {"alpha_dir": str(root / "alpha"), "beta_url": beta.url, "store_url": url,
+                "beta_max_records_per_batch": args.max_records}  # fmt: skip
+        spec = fleet_spec("fleet-pings.yaml", "fleet-bench", args.trigger, data)
         submit_job(spec, settings, wait_healthy=600)
         alpha.start()
         time.sleep(args.warmup)

@@ -21,12 +21,10 @@ import statistics
 import time
 from pathlib import Path
 
-from harness import bench_cluster
+from harness import bench_cluster, fleet_spec
 
 from streamops.jobs import JobRegistry
-from streamops.settings import PROJECT_ROOT
 from streamops.sim import AlphaSimulator, BetaSimulator
-from streamops.spec import load_spec
 from streamops.submit import submit_job
 
 HZ = os.sysconf("SC_CLK_TCK")
@@ -91,13 +89,9 @@ def main() -> None:
         beta.start()
         alpha.start()
         cluster.start()
-        spec = load_spec(PROJECT_ROOT / "config" / "jobs" / args.spec)
         data = {"alpha_dir": str(work / "alpha"), "beta_url": beta.url,
                 "store_url": f"sqlite:///{work / 'fleet.db'}"}  # fmt: skip
-        spec = spec.model_copy(update={
-            "name": job, "trigger_interval": args.trigger, "args": {**spec.args, **data},
-            "conf": {k: v for k, v in {**spec.conf, **overrides}.items() if v != ""},
-        })  # fmt: skip
+        spec = fleet_spec(args.spec, job, args.trigger, data, overrides)
         submit_job(spec, settings, wait_healthy=600)
         time.sleep(args.warm)
         before = processes()

@@ -20,15 +20,14 @@ import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster
+from harness import bench_cluster, fleet_spec
 
 from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
-from streamops.settings import PROJECT_ROOT, Settings
+from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
-from streamops.spec import load_spec
 from streamops.submit import submit_job
 from streamops.upgrade import upgrade
 
@@ -79,14 +78,12 @@ def run_once(
     alpha.start()
     try:
         args = {"alpha_dir": str(work / "alpha"), "beta_url": beta.url, "store_url": url}
-        specs = [load_spec(PROJECT_ROOT / "config" / "jobs" / f) for f in
-                 ("fleet-pings.yaml", "fleet-pings-v2.yaml")]  # fmt: skip
-        v1, v2 = (s.model_copy(update={"name": job, "trigger_interval": "1 second",
-                                       "args": {**s.args, **args}}) for s in specs)  # fmt: skip
+        v1, v2 = (fleet_spec(f, job, "1 second", args)
+                  for f in ("fleet-pings.yaml", "fleet-pings-v2.yaml"))  # fmt: skip
         if event_log:  # Spark's event log of v2, to see where its first batches spend time
             (work / "events").mkdir(parents=True, exist_ok=True)
             events = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(work / "events")}
-            v2 = v2.model_copy(update={"conf": {**v2.conf, **events}})
+            v2 = fleet_spec("fleet-pings-v2.yaml", job, "1 second", args, events)
         submit_job(v1, settings, wait_healthy=600)
         time.sleep(15)
         outcome = upgrade(settings, job, v2, health_timeout=600, warm=warm)

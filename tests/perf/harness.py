@@ -12,7 +12,8 @@ from pathlib import Path
 
 from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
-from streamops.settings import Settings
+from streamops.settings import PROJECT_ROOT, Settings
+from streamops.spec import JobSpec, load_spec
 
 
 def free_port() -> int:
@@ -38,3 +39,15 @@ def bench_cluster(
          "worker_webui_port_base": 0}
     )  # fmt: skip
     return root, settings, LocalCluster(settings, profile)
+
+
+def fleet_spec(
+    file: str, job: str, trigger: str, data: dict[str, object], conf: dict[str, str] | None = None
+) -> JobSpec:
+    """A spec of ``config/jobs/<file>`` renamed ``job``, with ``trigger``, its args updated with
+    ``data`` (where the simulators and the store are) and its conf with ``conf`` (an empty
+    value drops a key)."""
+    spec = load_spec(PROJECT_ROOT / "config" / "jobs" / file)
+    merged = {k: v for k, v in {**spec.conf, **(conf or {})}.items() if v != ""}
+    return spec.model_copy(update={"name": job, "trigger_interval": trigger,
+                                   "args": {**spec.args, **data}, "conf": merged})  # fmt: skip
