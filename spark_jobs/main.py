@@ -52,15 +52,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    started = time.monotonic()
     spec = decode_spec(args.spec_b64)
     layout = StateLayout.at(args.state_root)
     module = importlib.import_module(spec.entrypoint)
+    log.info("job %s v%s: %s imported in %.1fs", spec.name, spec.version, spec.entrypoint,
+             time.monotonic() - started)  # fmt: skip
     positions = (
         json.loads(base64.urlsafe_b64decode(args.start_positions_b64))
         if args.start_positions_b64
         else {}
     )
     spark = SparkSession.builder.appName(spec.name).getOrCreate()
+    log.info("job %s v%s: Spark session up after %.1fs", spec.name, spec.version,
+             time.monotonic() - started)  # fmt: skip
     if args.standby:
         # build once, before the savepoint exists: new stages read their start positions
         # from the go file when their queries start
@@ -77,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions
         )
         module.build(ctx)
+        log.info("job %s v%s: %d stage(s) built after %.1fs", spec.name, spec.version,
+                 len(ctx.stages), time.monotonic() - started)  # fmt: skip
     ident = ctx.board.snapshot()
     log.info(
         "job %s v%s starting (driver %s, app %s)",

@@ -150,9 +150,12 @@ def clear_stale_checkpoint(
 
 def start_from_savepoint(
     spec: JobSpec, settings: Settings, savepoint: str, stages: Iterable[str], *,
-    wait_healthy: float | None = 300.0,
+    wait_healthy: float | None = 300.0, replacing: str | None = None,
 ) -> str:  # fmt: skip
-    """Restore ``spec``'s stages from ``savepoint`` by name and submit it; the driver id."""
+    """Restore ``spec``'s stages from ``savepoint`` by name and submit it; the driver id.
+
+    ``replacing``: the driver the savepoint was taken from with cancel, if it may still be
+    shutting down (it has given up the job's lease: the new driver takes it at once)."""
     from streamops.submit import submit_job
 
     manifest = savepoints.get_savepoint(settings.layout, savepoint, job=spec.name)
@@ -161,4 +164,6 @@ def start_from_savepoint(
     prepare_checkpoints(settings, spec.name, plan)
     token = base64.urlsafe_b64encode(json.dumps(plan.positions).encode()).decode()
     extra = ("--from-savepoint", savepoint, "--start-positions-b64", token)
-    return submit_job(spec, settings, wait_healthy=wait_healthy, extra_args=extra)
+    return submit_job(
+        spec, settings, wait_healthy=wait_healthy, extra_args=extra, replacing=replacing
+    )

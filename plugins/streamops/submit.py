@@ -118,10 +118,13 @@ def submit_job(
     wait_healthy: float | None = None,
     extra_args: tuple[str, ...] = (),
     standby: bool = False,
+    replacing: str | None = None,
 ) -> str:
     """Submit ``spec`` as a supervised driver; refuse if a live instance of its name exists.
 
     ``standby`` submits a warm standby beside the live instance (``streamops.standby``).
+    ``replacing``: the live driver this one succeeds, which has stopped its stages and given
+    up the job's lease (a savepoint with cancel) and may still be shutting down.
 
     Returns the driver (submission) id. With ``wait_healthy`` (seconds) it returns only when
     every stage has committed a batch, and raises if the job fails or the time runs out.
@@ -130,7 +133,7 @@ def submit_job(
     client = client or MasterClient(settings)
     registry = JobRegistry(settings, client)
     if not standby:
-        ensure_not_running(registry, spec.name)
+        ensure_not_running(registry, spec.name, replacing=replacing)
     submission = build_submission(spec, settings, extra_args=extra_args)
     log.info("submitting job %s v%s to %s", spec.name, spec.version, settings.master_url)
     driver_id = client.create_submission(submission.rest_body(install.version))
@@ -140,10 +143,11 @@ def submit_job(
     return driver_id
 
 
-def ensure_not_running(registry: JobRegistry, job: str) -> None:
-    """Refuse a second live instance of ``job`` (one live driver per job name)."""
+def ensure_not_running(registry: JobRegistry, job: str, *, replacing: str | None = None) -> None:
+    """Refuse a second live instance of ``job`` (one live driver per job name), but for
+    ``replacing``, a driver that has stopped and given up the job's lease."""
     live = registry.view(job)
-    if live.is_live:
+    if live.is_live and not (replacing and live.driver_id == replacing):
         raise JobAlreadyRunning(
             f"job {job} is already running (driver {live.driver_id or '?'}, state "
             f"{live.state}); cancel it first with `streamops cancel {job}` or upgrade it"

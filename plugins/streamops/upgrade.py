@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,28 +136,30 @@ def upgrade(
     old_driver = JobRegistry(settings).view(job).driver_id
     t0 = time.monotonic()
     try:
-        # a warm standby starts as soon as the old driver has stopped writing and given up
-        # its lease; its JVM ends meanwhile
-        savepoint_job(settings, job, name, cancel=True, wait_stopped=ready is None)
+        # the old driver gives up its lease with its answer, then idles until the new version
+        # runs: the new version starts at once, and the old one's shutdown does not compete
+        # with its first batches
+        savepoint_job(settings, job, name, cancel=True, wait_stopped=False)
     except StreamopsError:
         if ready is not None:
             abort_standby(settings, ready)
         raise
     t1 = time.monotonic()
     _record(settings, job, "start-new-version", **base)
+    driver: str | None = None
     try:
         if ready is not None:
             release_standby(settings, ready, name, new_stages)
             driver = ready.driver_id
-            wait_driver_ended(settings, job, old_driver)
-            JobRegistry(settings).wait_healthy(job, timeout=health_timeout, since_driver=driver)
         else:
             driver = start_from_savepoint(
-                new_spec, settings, name, new_stages, wait_healthy=health_timeout
+                new_spec, settings, name, new_stages, wait_healthy=None, replacing=old_driver
             )
+        JobRegistry(settings).wait_healthy(job, timeout=health_timeout, since_driver=driver)
+        wait_driver_ended(settings, job, old_driver)
     except StreamopsError as exc:
         _record(settings, job, "rollback", reason=str(exc)[:2000], **base)
-        rollback(settings, job, old_spec, name, rollback_timeout)
+        rollback(settings, job, old_spec, name, rollback_timeout, stop=(driver, old_driver))
         _record(settings, job, "rolled-back", reason=str(exc)[:2000], **base)
         raise UpgradeFailed(
             f"job {job} v{new_spec.version} did not become healthy ({exc}); rolled back to "
@@ -168,12 +171,22 @@ def upgrade(
 
 
 def rollback(
-    settings: Settings, job: str, old_spec: JobSpec, savepoint: str, health_timeout: float
-) -> str:
-    """Stop whatever runs under ``job`` and restart ``old_spec`` from ``savepoint``."""
+    settings: Settings, job: str, old_spec: JobSpec, savepoint: str, health_timeout: float,
+    *, stop: Iterable[str | None] = (),
+) -> str:  # fmt: skip
+    """Stop whatever runs under ``job`` (and the drivers in ``stop``: the new version's, and
+    the old one's if it is still waiting to hand over) and restart ``old_spec`` from
+    ``savepoint``."""
     from streamops.savepoints import get_savepoint
 
     registry = JobRegistry(settings)
+    drivers = [d for d in stop if d]
+    for driver in drivers:
+        if registry.driver_live(driver):
+            log.warning("rollback of %s: stopping driver %s", job, driver)
+            registry.client.kill_submission(driver)
+    for driver in drivers:
+        wait_driver_ended(settings, job, driver)
     if registry.view(job).is_live:
         registry.cancel(job)
     stages = list(get_savepoint(settings.layout, savepoint).stages)

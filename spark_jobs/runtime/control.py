@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("spark_jobs.control")
 DRAIN_TIMEOUT = 120.0
-HANDOVER_WAIT_S = 20.0  # the longest a stopped driver waits for its warm standby to run
+HANDOVER_WAIT_S = 60.0  # the longest a stopped driver waits for its successor to run
 
 
 class ControlLoop:
@@ -79,8 +79,10 @@ class ControlLoop:
                 ctx.board.set_state("STOPPED", stopped_at=time.time(), stopped_by=request.id,
                                     savepoint=detail.get("savepoint"))  # fmt: skip
                 # nothing more is written: the next version (a warm standby waiting on this
-                # answer) may take the lease at once instead of after this JVM has exited
+                # answer, or one started now) may take the lease at once instead of after this
+                # JVM has exited
                 ctx.release_lease()
+                ctx.board.seal()
                 self._answer(request, True, "job stopped at a batch boundary", detail)
                 if request.handover:
                     self._await_successor()

@@ -19,9 +19,7 @@ not the JVM, Python, executor, session and source start-up.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import shutil
 import tempfile
 import time
@@ -29,15 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
-
+from spark_jobs.runtime.warmup import warm_executors
 from streamops.layout import StateLayout, read_json, write_json_atomic
 
 if TYPE_CHECKING:
     from spark_jobs.runtime.context import JobContext
 
 log = logging.getLogger("spark_jobs.standby")
-EXECUTOR_WAIT_S = 60.0  # how long a standby waits for its executors before it reports ready
 REHEARSAL_TIMEOUT_S = 120.0
 
 
@@ -51,7 +47,7 @@ def warm_up(
     started = time.monotonic()
     spec, layout = ctx.spec, ctx.layout
     stages = {stage.name: ctx.describe(stage.name) for stage in ctx.stages}
-    count = warm_executors(ctx.spark, executors, spec.entrypoint)
+    count = warm_executors(ctx.spark, executors)
     rehearsal = rehearse(ctx, build) if build is not None else None
     armed_s, prepared = None, 0
     if ctx.gate_file is not None:
@@ -79,39 +75,6 @@ def warm_up(
     )
     log.info("job %s v%s: standby %s ready (%d stages, %d executors)", spec.name, spec.version,
              token, len(stages), count)  # fmt: skip
-
-
-def executor_count(spark: SparkSession) -> int:
-    """Executors registered with this driver (the driver's own block manager excluded)."""
-    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1  # type: ignore[union-attr]
-
-
-def warm_executors(
-    spark: SparkSession, expected: int, module: str | None = None, wait_s: float = EXECUTOR_WAIT_S
-) -> int:
-    """Wait until ``expected`` executors registered (or ``wait_s`` passed), then run one small
-    Python job over every core so each executor's Python daemon and workers are up, with the
-    job's ``module`` (and so its sources) imported."""
-    deadline = time.monotonic() + wait_s
-    count = executor_count(spark)
-    while count < expected and time.monotonic() < deadline:
-        time.sleep(0.25)
-        count = executor_count(spark)
-    if count == 0:
-        if expected:
-            log.warning("standby: no executor registered within %.0fs: its first batch will "
-                        "wait for them", wait_s)  # fmt: skip
-        return 0
-    slots = max(spark.sparkContext.defaultParallelism, count)
-
-    def touch(_: int) -> int:
-        if module:
-            importlib.import_module(module)
-        return os.getpid()
-
-    pids = spark.sparkContext.parallelize(range(slots * 2), slots * 2).map(touch).distinct().count()
-    log.info("standby: %d executor(s) up, %d Python worker(s) started", count, pids)
-    return count
 
 
 def rehearse(

@@ -37,6 +37,7 @@ class StatusBoard:
             **identity,
         }
         self._late: dict[str, int] = {}
+        self._sealed = False
 
     def set_state(self, state: str, **extra: Any) -> None:
         with self._lock:
@@ -109,11 +110,20 @@ class StatusBoard:
                 },  # fmt: skip
             )
 
+    def seal(self) -> None:
+        """Write the status file no more: this driver has stopped and given up the job's
+        lease, and its successor's status may be there already (a late progress event of a
+        stopped stage must not overwrite it)."""
+        with self._lock:
+            self._sealed = True
+
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return json.loads(json.dumps(self._doc, default=str))
 
     def _flush(self) -> None:
+        if self._sealed:
+            return
         self._doc["updated_at"] = time.time()
         write_json_atomic(self.layout.status_file(self.job), self._doc)
 

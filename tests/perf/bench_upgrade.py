@@ -65,7 +65,7 @@ def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: 
 
 def run_once(
     settings: Settings, root: Path, rate: float, after: float, i: int, warm: bool,
-    event_log: bool = False,
+    event_log: bool = False, conf: dict[str, str] | None = None,
 ) -> str:  # fmt: skip
     job = f"fleet-bench-up-{i}"
     work = root / job
@@ -78,12 +78,13 @@ def run_once(
     alpha.start()
     try:
         args = {"alpha_dir": str(work / "alpha"), "beta_url": beta.url, "store_url": url}
-        v1, v2 = (fleet_spec(f, job, "1 second", args)
-                  for f in ("fleet-pings.yaml", "fleet-pings-v2.yaml"))  # fmt: skip
+        v2_conf = dict(conf or {})
         if event_log:  # Spark's event log of v2, to see where its first batches spend time
             (work / "events").mkdir(parents=True, exist_ok=True)
-            events = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(work / "events")}
-            v2 = fleet_spec("fleet-pings-v2.yaml", job, "1 second", args, events)
+            v2_conf["spark.eventLog.enabled"] = "true"
+            v2_conf["spark.eventLog.dir"] = str(work / "events")
+        v1 = fleet_spec("fleet-pings.yaml", job, "1 second", args)
+        v2 = fleet_spec("fleet-pings-v2.yaml", job, "1 second", args, v2_conf)
         submit_job(v1, settings, wait_healthy=600)
         time.sleep(15)
         outcome = upgrade(settings, job, v2, health_timeout=600, warm=warm)
@@ -131,7 +132,12 @@ def main() -> None:
         help="start v2 after v1 stopped (cold), as a warm standby, or both",
     )
     ap.add_argument("--event-log", action="store_true", help="write v2's Spark event log")
+    ap.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE",
+        help="Spark conf of v2 (repeatable; an empty value drops a key of the spec)",
+    )  # fmt: skip
     args = ap.parse_args()
+    conf = dict(item.split("=", 1) for item in args.conf)
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-upgrade-", "3g")
     try:
@@ -139,7 +145,8 @@ def main() -> None:
         modes = [False, True] if args.mode == "both" else [args.mode == "warm"]
         lines = [
             run_once(
-                settings, root, args.rate, args.after, i * len(modes) + j, warm, args.event_log
+                settings, root, args.rate, args.after, i * len(modes) + j, warm, args.event_log,
+                conf,
             )
             for i in range(args.runs)
             for j, warm in enumerate(modes)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from spark_jobs.runtime.status import StatusBoard, StatusListener, summarize
-from streamops.layout import StateLayout, read_json
+from streamops.layout import StateLayout, read_json, write_json_atomic
 
 JOB = "fleet-pings"
 IDENTITY = {"driver_id": "driver-20260101000000-0001", "version": "3", "app_id": "app-1"}
@@ -179,6 +179,23 @@ def test_set_state_writes_extra_fields(board: StatusBoard, layout: StateLayout) 
     board.set_state("FAILED", error="boom")
     doc = read_json(layout.status_file(JOB))
     assert doc is not None and (doc["state"], doc["error"]) == ("FAILED", "boom")
+
+
+def test_a_sealed_board_writes_the_status_no_more(board: StatusBoard, layout: StateLayout) -> None:
+    board.declare_stage("vehicles")
+    board.set_state("STOPPED")
+    board.seal()
+    successor = {**status_like("driver-20260101000000-0002"), "state": "STARTING"}
+    write_json_atomic(layout.status_file(JOB), successor)
+    board.record_progress(progress("vehicles", 7))  # a late event of the stopped stage
+    board.set_state("FAILED", error="shut down")
+    assert read_json(layout.status_file(JOB)) == successor
+    history = layout.status_history(JOB).read_text().splitlines()
+    assert json.loads(history[-1])["batch_id"] == 7  # the batch happened: history keeps it
+
+
+def status_like(driver_id: str) -> dict[str, Any]:
+    return {"job": JOB, "driver_id": driver_id, "version": "4", "stages": {}}
 
 
 def test_late_rows_accumulate_per_stage(board: StatusBoard) -> None:

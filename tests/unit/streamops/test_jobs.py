@@ -13,10 +13,11 @@ from typing import Any, cast
 import pytest
 
 from streamops.cluster.client import MasterClient
-from streamops.exceptions import UnsafeNameError
+from streamops.exceptions import JobAlreadyRunning, UnsafeNameError
 from streamops.jobs import JobRegistry, JobView, read_submissions
 from streamops.layout import append_jsonl, write_json_atomic
 from streamops.settings import Settings
+from streamops.submit import ensure_not_running
 
 JOB = "fleet-pings"
 WORKER = "worker-20260101000000-127.0.0.1-40123"
@@ -285,3 +286,15 @@ def test_read_submissions_skips_a_torn_line(tmp_path: Path) -> None:
     assert read_submissions(path) == []
     path.write_text('{"event": "submitted", "driver_id": "d-1"}\n{"event": "subm', encoding="utf-8")
     assert read_submissions(path) == [{"event": "submitted", "driver_id": "d-1"}]
+
+
+def test_a_second_live_instance_is_refused_but_for_the_one_it_replaces(reg: Registry) -> None:
+    reg.status(status_doc("driver-1", state="STOPPED"))  # stopped by a savepoint with cancel
+    reg.master.answer = master(active=[driver("driver-1")], apps=[app()])
+    with pytest.raises(JobAlreadyRunning, match="driver-1"):
+        ensure_not_running(reg.registry, JOB)
+    with pytest.raises(JobAlreadyRunning, match="driver-1"):
+        ensure_not_running(reg.registry, JOB, replacing="driver-0")
+    ensure_not_running(reg.registry, JOB, replacing="driver-1")  # shutting down: no refusal
+    reg.master.answer = master()
+    ensure_not_running(reg.registry, JOB)
