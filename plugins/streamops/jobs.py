@@ -201,11 +201,7 @@ class JobRegistry:
                 f"within {timeout:.0f}s; kill it from the master UI"
             )
         log.info("cancelling job %s: killing driver %s", name, view.driver_id)
-        self.client.kill_submission(view.driver_id)
-        append_jsonl(
-            self.layout.submissions_file(name),
-            {"event": "cancelled", "driver_id": view.driver_id, "at": time.time()},
-        )
+        self.kill_driver(name, view.driver_id)
         deadline = time.monotonic() + timeout
         while self.view(name).is_live:
             if time.monotonic() > deadline:
@@ -213,6 +209,15 @@ class JobRegistry:
             time.sleep(0.5)
         log.info("job %s cancelled", name)
         return [view.driver_id]
+
+
+    def kill_driver(self, name: str, driver_id: str) -> None:
+        """Kill one driver of ``name`` (no relaunch) and record it in its submissions."""
+        self.client.kill_submission(driver_id)
+        append_jsonl(
+            self.layout.submissions_file(name),
+            {"event": "cancelled", "driver_id": driver_id, "at": time.time()},
+        )
 
 
 def _is_run_of(view: JobView, driver_id: str, registry: JobRegistry) -> bool:

@@ -180,13 +180,11 @@ def rollback(
     from streamops.savepoints import get_savepoint
 
     registry = JobRegistry(settings)
-    drivers = [d for d in stop if d]
-    for driver in drivers:
+    for driver in filter(None, stop):
         if registry.driver_live(driver):
             log.warning("rollback of %s: stopping driver %s", job, driver)
-            registry.client.kill_submission(driver)
-    for driver in drivers:
-        wait_driver_ended(settings, job, driver)
+            registry.kill_driver(job, driver)
+            wait_driver_ended(settings, job, driver)
     if registry.view(job).is_live:
         registry.cancel(job)
     stages = list(get_savepoint(settings.layout, savepoint).stages)
