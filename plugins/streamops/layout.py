@@ -129,6 +129,17 @@ class StateLayout:
     def recovery_dir(self) -> Path:
         return self.cluster_dir / "recovery"
 
+    @property
+    def worker_conf_dir(self) -> Path:
+        """``SPARK_CONF_DIR`` of the workers and of the JVMs they launch, kept empty (the JVM
+        archives no class behind a non-empty directory: ``streamops.cluster.class_archives``)."""
+        return self.cluster_dir / "worker-conf"
+
+    @property
+    def class_archives_dir(self) -> Path:
+        """Class data sharing archives of the drivers and executors, per JDK and classpath."""
+        return self.cluster_dir / "class-archives"
+
     def worker_dir(self, worker: str) -> Path:
         return self.cluster_dir / "work" / check_name("worker", worker)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamops.cluster.class_archives import ClassArchives
 from streamops.cluster.client import MasterClient, submission_request
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobAlreadyRunning, JobError
@@ -80,7 +81,8 @@ class Submission:
 def build_submission(
     spec: JobSpec, settings: Settings, *, extra_args: tuple[str, ...] = ()
 ) -> Submission:
-    """The submission of ``spec``: PythonRunner runs ``spark_jobs/main.py`` in the driver."""
+    """The submission of ``spec``: PythonRunner runs ``spark_jobs/main.py`` in the driver;
+    its JVMs map the cluster's class archives when they have been trained."""
     res = spec.resources
     props = {
         **DEFAULT_CONF,
@@ -107,6 +109,7 @@ def build_submission(
         *extra_args,
     )
     jar = ensure_launcher_jar(settings.layout)
+    props = ClassArchives.of(settings).apply(props)
     return Submission(spec.name, spec.version, jar, app_args, props)
 
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from support.fleet import FleetRun
-from support.integration import ClusterHandle, wait_until
+from support.integration import ClusterHandle, maps_file, pids_with_args, wait_until
 
 from streamops import savepoints
 from streamops.checkpoint_cut import last_batch
+from streamops.cluster.class_archives import ClassArchives
 from streamops.restore import earliest_positions, savepoint_job
 from streamops.upgrade import UpgradeFailed, UpgradeRefused, plan_upgrade, upgrade
 
@@ -58,6 +59,12 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
         assert plan.allowed, plan.render()
         outcome = upgrade(settings, JOB, v2, health_timeout=300, warm=True)
         assert registry.view(JOB).version == "2"
+        # v2's driver and executors started with the session's class archives mapped
+        archives, view = ClassArchives.of(settings), registry.view(JOB)
+        driver = pids_with_args("DriverWrapper", f"{view.driver_id}/")
+        executors = pids_with_args("CoarseGrainedExecutorBackend", str(view.status["app_id"]))
+        assert driver and all(maps_file(pid, archives.path("driver")) for pid in driver)
+        assert executors and all(maps_file(p, archives.path("executor")) for p in executors)
         positions = earliest_positions(savepoints.get_savepoint(settings.layout, outcome.savepoint))
 
         # a version that crashes on start is rolled back to v2 from the same savepoint

@@ -23,6 +23,7 @@ from pathlib import Path
 from harness import bench_cluster, fleet_spec
 
 from spark_jobs.sinks import store
+from streamops.class_training import train_class_archives
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
@@ -136,12 +137,19 @@ def main() -> None:
         "--conf", action="append", default=[], metavar="KEY=VALUE",
         help="Spark conf of v2 (repeatable; an empty value drops a key of the spec)",
     )  # fmt: skip
+    ap.add_argument(
+        "--no-class-archives", dest="class_archives", action="store_false",
+        help="do not train the cluster's class archives first (JVMs load every class from jars)",
+    )  # fmt: skip
     args = ap.parse_args()
     conf = dict(item.split("=", 1) for item in args.conf)
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-upgrade-", "3g")
     try:
         cluster.start()
+        if args.class_archives:
+            training = train_class_archives(settings)
+            print(training.describe(), flush=True)
         modes = [False, True] if args.mode == "both" else [args.mode == "warm"]
         lines = [
             run_once(

@@ -2,7 +2,7 @@
 
 Started the embedded way: one node agent per node (master, worker-1..3; worker-3's agent is
 a spare, idle until a scale-up starts its worker), each asked to start its daemon; jar
-release r1 active. Teardown stops daemons and agents.
+release r1 active; class archives trained. Teardown stops daemons and agents.
 
 Every test that needs a cluster (integration, DAG runs, e2e) shares it; teardown stops it and
 fails if any process started under its state root survives. A test that changes the cluster
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from support.integration import ClusterHandle
 
+from streamops.class_training import train_class_archives
 from streamops.cluster.daemons import processes_with_marker
 from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
@@ -42,6 +43,9 @@ def spark_cluster(
     cluster = LocalCluster(settings, profile)
     try:
         cluster.start()  # inside: a failed start still stops what it started (agents too)
+        # what an operator does once per JDK and jar release: every job JVM of the session
+        # then maps the class archives (tests/integration/test_class_archives.py)
+        train_class_archives(settings)
         yield ClusterHandle(settings, cluster)
     finally:
         cluster.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from streamops.cluster.local import LocalCluster
 from streamops.jobs import JobRegistry, JobView
@@ -59,3 +60,25 @@ def source_positions(view: JobView) -> dict[str, dict[str, object]]:
             merged.update(src.get("end_offset") or {})
         out[stage] = merged
     return out
+
+
+def pids_with_args(*args: str) -> list[int]:
+    """Pids of the processes of this machine whose command line holds each of ``args``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if all(arg.encode() in cmdline for arg in args):
+                found.append(int(proc.name))
+    return found
+
+
+def maps_file(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` mapped in memory."""
+    try:
+        return str(path) in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False

@@ -1,4 +1,5 @@
-"""``streamops cluster start|stop|status|add-worker|remove-worker``: the local Spark cluster.
+"""``streamops cluster start|stop|status|add-worker|remove-worker|train-classes|restart``:
+the local Spark cluster.
 
 The cluster's shape comes from ``<config>/cluster/local.yaml``; its host, ports and state
 root from the settings (``STREAMOPS_*``). Other command modules reuse
@@ -93,6 +94,12 @@ def register(sub: Any) -> None:
                         help="kill it at once instead of decommissioning it first")
     remove.set_defaults(handler=run_remove_worker)
 
+    train = verbs.add_parser(
+        "train-classes", help="train the class archives that shorten every job JVM's start "
+        "(a minute's run of fleet-pings v2 on the cluster; again after a jar or JDK change)")
+    train.add_argument("--force", action="store_true", help="train even if they exist")
+    train.set_defaults(handler=run_train_classes)
+
     restart = verbs.add_parser(
         "restart", help="graceful full restart switching the jar release: savepoint every "
         "job with cancel, stop, switch, start, restore (rolled back on failure)")
@@ -127,6 +134,13 @@ def run_remove_worker(args: argparse.Namespace, settings: Settings) -> int:
     cluster = local_cluster(settings)
     cluster.remove_worker(args.name, graceful=not args.force)
     print_status(cluster.status())
+    return 0
+
+
+def run_train_classes(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.class_training import train_class_archives
+
+    print(train_class_archives(settings, force=args.force).describe())
     return 0
 
 

@@ -119,6 +119,9 @@ def base_env(settings: Settings, profile: ClusterProfile, install: SparkInstall)
     return {
         "SPARK_HOME": str(install.home),
         "SPARK_CONF_DIR": str(settings.config_dir / "spark"),
+        # log4j's configuration by path, not from the classpath: the workers' SPARK_CONF_DIR
+        # (first on the classpath of the JVMs they launch) is empty (worker_spec)
+        "LOG4J_CONFIGURATION_FILE": str(settings.config_dir / "spark" / "log4j2.properties"),
         "SPARK_LOCAL_IP": settings.local_host,
         "SPARK_DAEMON_MEMORY": profile.daemon_memory,
         "PYSPARK_PYTHON": settings.python,
@@ -161,6 +164,10 @@ def worker_spec(
     )
     env = base_env(settings, profile, install)
     env[DAEMON_MARKER] = name
+    # Spark's launcher puts SPARK_CONF_DIR first on the classpath of the drivers and executors
+    # a worker starts; empty, it lets their JVMs use class archives (cluster.class_archives).
+    # A worker reads no file of it: its settings are SPARK_WORKER_OPTS.
+    env["SPARK_CONF_DIR"] = str(settings.layout.worker_conf_dir)
     env["SPARK_WORKER_OPTS"] = format_java_opts(worker_properties(profile))
     log_file = settings.layout.logs_dir / f"{name}.log"
     return DaemonSpec(name, "worker", argv, env, log_file, {"webui": webui_port})
@@ -342,6 +349,7 @@ def sweep(root: Path, daemon: str | None = None, timeout: float = 5.0) -> list[i
 def launch(spec: DaemonSpec, environ: Mapping[str, str] | None = None) -> PidRecord:
     """Start ``spec`` in a new session, output appended to its log; return its record."""
     spec.log.parent.mkdir(parents=True, exist_ok=True)
+    Path(spec.env.get("SPARK_CONF_DIR", spec.log.parent)).mkdir(parents=True, exist_ok=True)
     env = process_env(spec, os.environ if environ is None else environ)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     with open(spec.log, "ab") as out:

@@ -62,12 +62,25 @@ def test_common_env(settings: Settings, install: SparkInstall, tmp_path: Path) -
     for spec in (daemons.master_spec(settings, PROFILE, install),
                  daemons.worker_spec(settings, PROFILE, install, "worker-1", 8181)):
         assert spec.env["SPARK_HOME"] == str(tmp_path / "spark")
-        assert spec.env["SPARK_CONF_DIR"] == str(tmp_path / "config" / "spark")
+        log4j = tmp_path / "config" / "spark" / "log4j2.properties"
+        assert spec.env["LOG4J_CONFIGURATION_FILE"] == str(log4j)
         assert spec.env["SPARK_LOCAL_IP"] == "127.0.0.1"
         assert spec.env["SPARK_DAEMON_MEMORY"] == "600m"
         assert spec.env["PYSPARK_PYTHON"] == "/opt/py/bin/python"
         assert spec.env["STREAMOPS_CLUSTER"] == str(tmp_path / "state")
         assert spec.env["STREAMOPS_DAEMON"] == spec.name
+
+
+def test_the_workers_configuration_directory_is_their_own_and_empty(
+    settings: Settings, install: SparkInstall, tmp_path: Path
+) -> None:
+    # the master reads the project's Spark defaults; a worker (and every JVM it launches, the
+    # directory first on their classpath) gets an empty directory, so class archives work
+    master = daemons.master_spec(settings, PROFILE, install)
+    worker = daemons.worker_spec(settings, PROFILE, install, "worker-1", 8181)
+    assert master.env["SPARK_CONF_DIR"] == str(tmp_path / "config" / "spark")
+    conf = tmp_path / "state" / "cluster" / "worker-conf"
+    assert worker.env["SPARK_CONF_DIR"] == str(conf)
 
 
 def test_worker_spec(settings: Settings, install: SparkInstall, tmp_path: Path) -> None:
