@@ -32,6 +32,7 @@ from streamops.cluster.class_archives import (
     add_option,
     java_home,
 )
+from streamops.cluster.daemons import processes_with_marker, read_cmdline
 from streamops.exceptions import ClusterError
 from streamops.jobs import JobRegistry
 from streamops.restore import savepoint_job
@@ -46,7 +47,7 @@ TRAINING_JOB = "class-training"
 TRAINING_SPEC = "fleet-pings-v2.yaml"  # the flagship job's latest version: every kind of stage
 DUMP_TIMEOUT_S = 300.0  # one JVM's dump (seconds of a loaded machine's CPU)
 MARKER = "streamops.classTraining"  # a system property that finds the run's JVMs
-DRIVER_CLASS = b"org.apache.spark.deploy.worker.DriverWrapper"
+DRIVER_CLASS = "org.apache.spark.deploy.worker.DriverWrapper"
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def _run(settings: Settings, scratch: Path, run_s: float, timeout: float) -> Non
         submit_job(spec, training, wait_healthy=timeout)
         time.sleep(run_s)
         savepoint_job(training, TRAINING_JOB, "class-training")
-        _dump(_training_jvms(scratch.name), scratch)
+        _dump(_training_jvms(settings.layout.root, scratch.name), scratch)
     finally:
         alpha.stop()
         beta.stop()
@@ -121,19 +122,15 @@ def _run(settings: Settings, scratch: Path, run_s: float, timeout: float) -> Non
             registry.cancel(TRAINING_JOB)
 
 
-def _training_jvms(token: str) -> dict[int, Role]:
-    """The driver and executors of the training run on this machine: pid → role."""
-    marker = f"-D{MARKER}={token}".encode()
+def _training_jvms(root: Path, token: str) -> dict[int, Role]:
+    """The driver and executors of the training run (processes of the cluster at ``root``
+    on this machine, found by the marker in their command line): pid → role."""
+    marker = f"-D{MARKER}={token}"
     found: dict[int, Role] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+    for pid in processes_with_marker(root):
+        args = read_cmdline(pid, settle=0.0)
         if marker in args:
-            found[int(pid)] = "driver" if DRIVER_CLASS in args else "executor"
+            found[pid] = "driver" if DRIVER_CLASS in args else "executor"
     return found
 
 
@@ -161,11 +158,14 @@ def _dump(jvms: dict[int, Role], scratch: Path) -> None:
 
 
 def _promote(archives: ClassArchives, scratch: Path) -> None:
-    """Move the driver's archive and the largest executor's into place (atomic renames)."""
+    """Move the driver's archive and the largest executor's into place (atomic renames),
+    both or neither."""
+    made = {role: sorted(scratch.glob(f"{role}-*.jsa"), key=lambda p: -p.stat().st_size)
+            for role in ROLES}  # fmt: skip
     for role in ROLES:
-        made = sorted(scratch.glob(f"{role}-*.jsa"), key=lambda p: -p.stat().st_size)
-        if not made:
+        if not made[role]:
             raise ClusterError(f"class training made no {role} archive")
-        os.replace(made[0], archives.path(role))
+    for role in ROLES:
+        os.replace(made[role][0], archives.path(role))
         log.info("class training: %s archive %s (%.0f MiB)", role, archives.path(role).name,
                  archives.path(role).stat().st_size / 2**20)  # fmt: skip

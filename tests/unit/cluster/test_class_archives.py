@@ -112,3 +112,30 @@ def test_an_option_with_a_space_is_quoted() -> None:
         '-Xss4m "-XX:SharedArchiveFile=/a b/x.jsa"'
     )
     assert add_option("", "-Da=1") == "-Da=1"
+
+
+def test_training_keeps_the_largest_executor_archive(settings: Settings, tmp_path: Path) -> None:
+    from streamops.class_training import _promote
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    archives = ClassArchives(tmp_path / "archives", "k")
+    archives.directory.mkdir()
+    (scratch / "driver-10.jsa").write_bytes(b"d" * 5)
+    (scratch / "executor-11.jsa").write_bytes(b"e" * 3)
+    (scratch / "executor-12.jsa").write_bytes(b"E" * 7)
+    _promote(archives, scratch)
+    assert archives.path("driver").read_bytes() == b"d" * 5
+    assert archives.path("executor").read_bytes() == b"E" * 7
+
+
+def test_training_without_an_archive_fails_clearly(tmp_path: Path) -> None:
+    from streamops.class_training import _promote
+    from streamops.exceptions import ClusterError
+
+    archives = ClassArchives(tmp_path / "archives", "k")
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "scratch" / "driver-1.jsa").write_bytes(b"d")
+    with pytest.raises(ClusterError, match="no executor archive"):
+        _promote(archives, tmp_path / "scratch")
+    assert not archives.path("driver").exists()  # both or neither
