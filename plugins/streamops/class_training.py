@@ -35,6 +35,7 @@ from streamops.cluster.class_archives import (
 from streamops.cluster.daemons import processes_with_marker, read_cmdline
 from streamops.exceptions import ClusterError
 from streamops.jobs import JobRegistry
+from streamops.locks import file_lock
 from streamops.restore import savepoint_job
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
@@ -74,21 +75,22 @@ def train_class_archives(
     (``force`` trains again). Older archives (another key) are removed once the new ones are
     in place. Raises :class:`ClusterError` if the run fails or writes no archive."""
     archives = ClassArchives.of(settings)
-    if archives.present() and not force:
-        log.info("class archives %s exist; nothing to train", archives.key)
-        return Training(archives, 0.0, trained=False)
-    started = time.monotonic()
     archives.directory.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".training-", dir=archives.directory))
-    try:
-        _run(settings, scratch, run_s, timeout)
-        _promote(archives, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    for old in archives.stale():
-        log.info("removing class archive %s (another JDK or classpath)", old.name)
-        old.unlink(missing_ok=True)
-    return Training(archives, time.monotonic() - started, trained=True)
+    with file_lock(archives.directory / ".training.lock"):  # one training at a time
+        if archives.present() and not force:
+            log.info("class archives %s exist; nothing to train", archives.key)
+            return Training(archives, 0.0, trained=False)
+        started = time.monotonic()
+        scratch = Path(tempfile.mkdtemp(prefix=".training-", dir=archives.directory))
+        try:
+            _run(settings, scratch, run_s, timeout)
+            _promote(archives, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        for old in archives.stale():
+            log.info("removing class archive %s (another JDK or classpath)", old.name)
+            old.unlink(missing_ok=True)
+        return Training(archives, time.monotonic() - started, trained=True)
 
 
 def _run(settings: Settings, scratch: Path, run_s: float, timeout: float) -> None:
@@ -100,10 +102,10 @@ def _run(settings: Settings, scratch: Path, run_s: float, timeout: float) -> Non
     for role in ROLES:
         options = add_option(conf.get(JAVA_OPTIONS[role], ""), "-XX:+RecordDynamicDumpInfo")
         conf[JAVA_OPTIONS[role]] = add_option(options, f"-D{MARKER}={scratch.name}")
-    beta.start()
-    alpha.start()
     registry = JobRegistry(training)
     try:
+        beta.start()
+        alpha.start()
         spec = spec.model_copy(update={
             "name": TRAINING_JOB, "trigger_interval": "1 second", "conf": conf,
             "args": {**spec.args, "alpha_dir": str(scratch / "alpha"), "beta_url": beta.url,
@@ -135,15 +137,18 @@ def _training_jvms(root: Path, token: str) -> dict[int, Role]:
 
 
 def _dump(jvms: dict[int, Role], scratch: Path) -> None:
-    """Have each JVM write the classes it loaded (``jcmd VM.cds dynamic_dump``), one at a
-    time: a dump stops its JVM for seconds."""
+    """Have the driver and one executor write the classes they loaded (``jcmd VM.cds
+    dynamic_dump``), one after the other: a dump stops its JVM for seconds (the executors
+    ran the same tasks)."""
     jdk = java_home()
     jcmd = jdk / "bin" / "jcmd" if jdk else None
     if jcmd is None or not jcmd.is_file():
         raise ClusterError(f"class training needs the JDK's jcmd (not found in {jdk})")
-    if not any(role == "driver" for role in jvms.values()):
-        raise ClusterError("class training: the training driver is not on this machine")
-    for pid, role in sorted(jvms.items(), key=lambda item: item[1]):
+    chosen = {role: pid for pid, role in sorted(jvms.items())}
+    for role in ROLES:
+        if role not in chosen:
+            raise ClusterError(f"class training: no {role} of the training run on this machine")
+    for role, pid in chosen.items():
         target = scratch / f"{role}-{pid}.jsa"
         started = time.monotonic()
         done = subprocess.run(  # noqa: S603 - the JDK's own tool, arguments built here

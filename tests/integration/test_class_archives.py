@@ -16,6 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_the_cluster_has_trained_archives(spark_cluster: ClusterHandle) -> None:
+    assert not spark_cluster.training_error
     archives = ClassArchives.of(spark_cluster.settings)
     assert archives.present()
     for role in ("driver", "executor"):  # a Spark JVM's classes: tens of MiB at least

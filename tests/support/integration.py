@@ -16,6 +16,7 @@ from streamops.settings import Settings
 class ClusterHandle:
     settings: Settings
     cluster: LocalCluster
+    training_error: str = ""  # why the session's class training failed, if it did
 
     @property
     def registry(self) -> JobRegistry:
