@@ -7,9 +7,11 @@ Upgrade a running job to a new version without losing or double-counting events:
 2. **plan**: compare the running stages with the new version's, by name (printed in the task
    log). An incompatible plan fails the run here and the running job is untouched;
 3. **savepoint with cancel**: the job drains to a batch boundary, copies and verifies its
-   checkpoints, then stops;
-4. **start** the new version from the savepoint (restored stages keep their state, new ones
-   start at the savepoint's source positions);
+   checkpoints, stops its queries and hands over: it gives up the job's lease with its
+   answer and idles until the new version runs (its shutdown does not compete with the new
+   version's first batches);
+4. **start** the new version from the savepoint at once (restored stages keep their state,
+   new ones start at the savepoint's source positions);
 5. **verify**: wait until it is healthy. If it is not, **roll back**: the old version is
    restarted from the same savepoint and the run fails with the reason.
 
@@ -61,6 +63,7 @@ def savepoint_and_upgrade() -> None:
     @task(multiple_outputs=True)
     def plan(ctx: dict) -> dict:
         """Dry run: nothing stops. The plan is printed; a refused plan fails the run here."""
+        from streamops.jobs import JobRegistry
         from streamops.spec import load_spec
         from streamops.upgrade import current_spec, default_savepoint_name, plan_upgrade
         from streamops_airflow.exceptions import ProcedureFailed
@@ -80,11 +83,12 @@ def savepoint_and_upgrade() -> None:
             "savepoint": ctx["savepoint"] or default_savepoint_name(job, old.version, new.version),
             "stages": [s.stage for s in upgrade_plan.stages if s.action.value != "DROPPED"],
             "rollback_spec": old.model_dump(mode="json"),
+            "old_driver": JobRegistry(settings).view(job).driver_id,
         }  # fmt: skip
 
     ctx = plan(validate())
     started = start_new_version(ctx)
-    savepoint_with_cancel(ctx, procedure="upgrade") >> started
+    savepoint_with_cancel(ctx, procedure="upgrade", handover=True) >> started
     verify(ctx, started, procedure="upgrade")
 
 

@@ -94,6 +94,24 @@ def standby_executors(registry: JobRegistry, spec: JobSpec) -> int:
     return count
 
 
+def handover_fits(registry: JobRegistry, spec: JobSpec, standby: Standby | None = None) -> bool:
+    """Whether the cluster's free cores hold what ``spec``'s version still needs to run beside
+    the old driver idling after its handover: its driver and executors, or, for a warm
+    ``standby``, the executors it did not get. If not, the old driver must shut down at once
+    (no handover): it would otherwise hold the cores the new version waits for."""
+    res = spec.resources
+    wanted = (res.max_cores // res.executor_cores) * res.executor_cores
+    if standby is None:
+        wanted += res.driver_cores
+    else:
+        wanted -= int(standby.ready.get("executors") or 0) * res.executor_cores
+    free = sum(w.cores - w.coresused for w in registry.client.workers() if w.state == "ALIVE")
+    if free < wanted:
+        log.info("job %s: %d free core(s), v%s needs %d more: the old driver shuts down at "
+                 "once (no handover)", spec.name, free, spec.version, wanted)  # fmt: skip
+    return free >= wanted
+
+
 def release_standby(
     settings: Settings, standby: Standby, savepoint: str, stages: Iterable[str]
 ) -> None:

@@ -25,7 +25,13 @@ from streamops.planner import StageAction, UpgradePlan, describe_spec_stages
 from streamops.restore import savepoint_job, start_from_savepoint, wait_driver_ended
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.standby import Standby, abort_standby, release_standby, start_standby
+from streamops.standby import (
+    Standby,
+    abort_standby,
+    handover_fits,
+    release_standby,
+    start_standby,
+)
 
 log = logging.getLogger("streamops.upgrade")
 
@@ -133,13 +139,16 @@ def upgrade(
                 f"v{old_spec.version} was not stopped"
             ) from exc
     _record(settings, job, "savepoint-with-cancel", **base)
-    old_driver = JobRegistry(settings).view(job).driver_id
+    registry = JobRegistry(settings)
+    old_driver = registry.view(job).driver_id
+    # the old driver gives up its lease with its answer, then (handover) idles until the new
+    # version runs, so its shutdown does not compete with the new version's first batches;
+    # without room for the new version beside it, it shuts down at once
+    handover = handover_fits(registry, new_spec, ready)
     t0 = time.monotonic()
     try:
-        # the old driver gives up its lease with its answer, then idles until the new version
-        # runs: the new version starts at once, and the old one's shutdown does not compete
-        # with its first batches
-        savepoint_job(settings, job, name, cancel=True, wait_stopped=False)
+        # either way the new version is started at once (``replacing``)
+        savepoint_job(settings, job, name, cancel=True, wait_stopped=False, handover=handover)
     except StreamopsError:
         if ready is not None:
             abort_standby(settings, ready)

@@ -21,7 +21,7 @@ from airflow.sdk import TaskGroup, XComArg, get_current_context, task
 from streamops.intents import record_intent
 from streamops.jobs import JobRegistry
 from streamops.restart import already_started, restart_from_savepoint
-from streamops.restore import start_from_savepoint
+from streamops.restore import start_from_savepoint, wait_driver_ended
 from streamops.spec import load_spec, spec_from_dict
 from streamops.upgrade import rollback as rollback_job
 from streamops_airflow.exceptions import ProcedureFailed
@@ -35,23 +35,28 @@ HEALTH_TIMEOUT = 300.0
 SAVEPOINT_TIMEOUT = 240.0
 
 
-def savepoint_with_cancel(ctx: XComArg, *, procedure: str) -> TaskGroup:
-    """Savepoint the running job and stop it once the copy is verified."""
+def savepoint_with_cancel(ctx: XComArg, *, procedure: str, handover: bool = False) -> TaskGroup:
+    """Savepoint the running job and stop it once the copy is verified. ``handover`` (an
+    upgrade, whose next task starts the new version of ``ctx["spec_path"]`` with
+    ``replacing=`` the old driver): done once the answer is in; the old driver idles, lease
+    given up, until the new version runs (if the cluster has the cores for both)."""
     with TaskGroup("savepoint_with_cancel", tooltip="savepoint, then stop the job") as group:
         request = RequestSavepointOperator(
             task_id="request", job=ctx["job"], savepoint=ctx["savepoint"], cancel=True,
             procedure=procedure, request_timeout=SAVEPOINT_TIMEOUT - 60,
+            handover_spec=ctx["spec_path"] if handover else None,
         )  # fmt: skip
         SavepointResultSensor(
             task_id="wait_result", job=ctx["job"], request_id=request.output, cancel=True,
-            timeout=SAVEPOINT_TIMEOUT, retries=0,
+            timeout=SAVEPOINT_TIMEOUT, retries=0, poke_interval=1.0,
         )  # fmt: skip
     return group
 
 
 @task(retries=1)
 def start_new_version(ctx: dict[str, Any]) -> str:
-    """Upgrade: start the new spec from the savepoint (stages by name); the driver id."""
+    """Upgrade: start the new spec from the savepoint (stages by name); the driver id. The old
+    driver (``ctx["old_driver"]``) may still be idling after its handover: it is allowed."""
     settings = SparkStandaloneHook().settings
     job, savepoint = ctx["job"], ctx["savepoint"]
     base = {"savepoint": savepoint, "from_version": ctx["from_version"],
@@ -62,7 +67,8 @@ def start_new_version(ctx: dict[str, Any]) -> str:
         return done
     record_intent(settings, job, "upgrade", "start-new-version", owner=owner, **base)
     spec = load_spec(ctx["spec_path"])
-    return start_from_savepoint(spec, settings, savepoint, ctx["stages"], wait_healthy=None)
+    return start_from_savepoint(spec, settings, savepoint, ctx["stages"], wait_healthy=None,
+                                replacing=ctx.get("old_driver"))  # fmt: skip
 
 
 @task(retries=1)
@@ -109,7 +115,9 @@ def rollback(ctx: dict[str, Any], start_task_id: str, procedure: str) -> None:
     base = {"savepoint": savepoint, "from_version": old_spec.version,
             "to_version": ctx.get("to_version")}  # fmt: skip
     record_intent(settings, job, procedure, "rollback", reason=reason[:2000], **base)
-    rollback_job(settings, job, old_spec, savepoint, HEALTH_TIMEOUT)
+    # the new version's driver if it still runs, and the old one if it still waits to hand over
+    rollback_job(settings, job, old_spec, savepoint, HEALTH_TIMEOUT,
+                 stop=(driver, ctx.get("old_driver")))  # fmt: skip
     record_intent(settings, job, procedure, "rolled-back", reason=reason[:2000], **base)
     raise ProcedureFailed(
         f"job {job} v{ctx.get('to_version')} did not become healthy ({reason}); rolled back "
@@ -121,6 +129,8 @@ def rollback(ctx: dict[str, Any], start_task_id: str, procedure: str) -> None:
 def done(ctx: dict[str, Any], driver: str | None, procedure: str) -> dict[str, Any]:
     """Record the end of the procedure; return the job's state for the run's XCom."""
     settings = SparkStandaloneHook().settings
+    if ctx.get("old_driver") and ctx["old_driver"] != driver:
+        wait_driver_ended(settings, ctx["job"], ctx["old_driver"])  # after its handover
     view = JobRegistry(settings).view(ctx["job"])
     record_intent(settings, ctx["job"], procedure, "done", savepoint=ctx.get("savepoint"),
                   driver_id=driver, version=view.version)  # fmt: skip

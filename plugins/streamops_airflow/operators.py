@@ -29,6 +29,7 @@ from streamops.intents import read_intent, record_intent
 from streamops.restart import already_started
 from streamops.settings import Settings
 from streamops.spec import load_spec
+from streamops.standby import handover_fits
 from streamops.submit import Submission, build_submission, ensure_not_running, record_submission
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
@@ -158,6 +159,10 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
 class RequestSavepointOperator(BaseOperator):
     """Ask ``job``'s driver for savepoint ``savepoint`` (with ``cancel``: then stop).
 
+    With ``handover_spec`` (and ``cancel``; an upgrade: the new version's spec file) the driver
+    is asked to hand over if the cluster has free cores for that version beside it: it gives
+    up the job's lease with its answer and idles until the next version runs, so that version
+    is started at once and the old one's shutdown does not compete with its first batches.
     The request is answered at the next batch boundary; wait for it with
     :class:`~streamops_airflow.sensors.SavepointResultSensor`. The intent (savepoint name and
     request id) is recorded in ``jobs/<job>/<procedure>.json``: a retried task whose request
@@ -165,11 +170,11 @@ class RequestSavepointOperator(BaseOperator):
     Returns the request id.
     """
 
-    template_fields: Sequence[str] = ("job", "savepoint")
+    template_fields: Sequence[str] = ("job", "savepoint", "handover_spec")
 
     def __init__(
         self, *, job: str, savepoint: str, cancel: bool = True, procedure: str = "savepoint",
-        request_timeout: float = 180.0,
+        request_timeout: float = 180.0, handover_spec: str | None = None,
         spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name, **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(**kwargs)
@@ -178,6 +183,7 @@ class RequestSavepointOperator(BaseOperator):
         self.cancel = cancel
         self.procedure = procedure
         self.request_timeout = request_timeout
+        self.handover_spec = handover_spec
         self.spark_standalone_conn_id = spark_standalone_conn_id
 
     @property
@@ -204,13 +210,22 @@ class RequestSavepointOperator(BaseOperator):
             pass
         else:
             raise ProcedureFailed(f"savepoint {self.savepoint} exists already; pick another name")
-        fields = {"savepoint": self.savepoint, "cancel": self.cancel, "owner": owner}
+        handover = self._handover(hook)
+        fields = {"savepoint": self.savepoint, "cancel": self.cancel, "owner": owner,
+                  "handover": handover}  # fmt: skip
         record_intent(settings, self.job, self.procedure, self.phase, **fields)
         request = control.send_request(settings.layout, self.job, "savepoint",
                                        name=self.savepoint, cancel=self.cancel,
-                                       timeout=self.request_timeout)  # fmt: skip
+                                       timeout=self.request_timeout,
+                                       handover=handover)  # fmt: skip
         record_intent(settings, self.job, self.procedure, self.phase, request=request.id, **fields)
         return request.id
+
+    def _handover(self, hook: SparkStandaloneHook) -> bool:
+        """Whether to ask the driver to hand over to the version of ``handover_spec``."""
+        if not (self.cancel and self.handover_spec):
+            return False
+        return handover_fits(hook.registry, load_spec(self.handover_spec))
 
     def _previous_request(self, settings: Settings, owner: str) -> str | None:
         intent = read_intent(settings, self.job, self.procedure)

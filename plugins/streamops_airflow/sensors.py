@@ -19,6 +19,7 @@ from streamops_airflow.triggers import (
     defer_until_healthy,
     health_outcome,
     health_verdict,
+    healthy_driver,
     stage_batches,
 )
 
@@ -60,7 +61,10 @@ class JobHealthySensor(BaseSensorOperator):
     def poke(self, context: Context) -> bool | PokeReturnValue:
         hook = SparkStandaloneHook(self.spark_standalone_conn_id)
         view = hook.job(self.job)
-        verdict = health_verdict(view, _optional(self.since_driver))
+        since = _optional(self.since_driver)
+        since_live = bool(since and view.driver_id not in (None, since)
+                          and hook.registry.driver_live(since))  # fmt: skip
+        verdict = health_verdict(view, since, since_live)
         if verdict is None:
             self.log.info("job %s not healthy yet: state %s, driver %s, stages %s",
                           self.job, view.state, view.driver_state, stage_batches(view))  # fmt: skip
@@ -70,7 +74,7 @@ class JobHealthySensor(BaseSensorOperator):
             detail = hook.registry.failure_detail(view, _optional(self.since_driver))
             raise ProcedureFailed(f"{message}. {detail}")
         self.log.info("%s", message)
-        return PokeReturnValue(is_done=True, xcom_value=view.driver_id)
+        return PokeReturnValue(is_done=True, xcom_value=healthy_driver(view))
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> str | None:
         return health_outcome(event)
@@ -80,7 +84,9 @@ class SavepointResultSensor(BaseSensorOperator):
     """Wait for the driver's answer to savepoint request ``request_id`` of ``job``.
 
     With ``cancel`` it also waits until the job has stopped (the driver stops only after the
-    copy is verified). Fails at once on a failed answer or a driver that went away.
+    copy is verified), unless the driver answered that it hands over (an upgrade): it then
+    has stopped its queries and given up the lease, and idles until the next version runs.
+    Fails at once on a failed answer or a driver that went away.
     Returns the answer's detail (savepoint name, batches, duration).
     """
 
@@ -114,7 +120,7 @@ class SavepointResultSensor(BaseSensorOperator):
             raise ProcedureFailed(
                 f"job {self.job}: savepoint request {self.request_id} failed: {result.message}"
             )
-        if self.cancel and live:
+        if self.cancel and live and not result.detail.get("handover"):
             self.log.info("savepoint of %s is verified; waiting for the job to stop", self.job)
             return False
         self.log.info("job %s: %s %s", self.job, result.message, result.detail)

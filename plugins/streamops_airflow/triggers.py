@@ -25,16 +25,21 @@ from streamops_airflow.exceptions import ProcedureFailed
 ENDED = frozenset({"FAILED", "ERROR", "KILLED", "FINISHED"})
 
 
-def health_verdict(view: JobView, since_driver: str | None) -> tuple[str, str] | None:
+def health_verdict(
+    view: JobView, since_driver: str | None, since_live: bool = False
+) -> tuple[str, str] | None:
     """``("healthy"|"failed", message)`` once the wait is decided, ``None`` to keep waiting.
 
     With ``since_driver`` (a driver just started) the job must become healthy on *that*
     driver: a supervised driver that crashes is relaunched under a new id, and a relaunch
     can look healthy for a moment (restored stages are idle until data arrives), so a
-    relaunch during the start is a failed start.
+    relaunch during the start is a failed start. Another live driver while ``since_driver``
+    is live too (``since_live``: the master lists it) is no relaunch but the old version
+    handing over after an upgrade's savepoint: keep waiting.
     """
     if since_driver and view.is_live and (
-        view.state == "RELAUNCHING" or view.driver_id not in (None, since_driver)
+        view.state == "RELAUNCHING"
+        or (view.driver_id not in (None, since_driver) and not since_live)
     ):
         error = view.status.get("error") if view.status.get("driver_id") == since_driver else None
         return "failed", (
@@ -43,7 +48,9 @@ def health_verdict(view: JobView, since_driver: str | None) -> tuple[str, str] |
         )
     newer = since_driver is None or view.status.get("driver_id") == since_driver
     if view.healthy and newer:
-        return "healthy", f"job {view.name} v{view.version} is healthy on driver {view.driver_id}"
+        return "healthy", (
+            f"job {view.name} v{view.version} is healthy on driver {healthy_driver(view)}"
+        )
     if since_driver and view.status.get("state") == "FAILED" and newer:
         error = str(view.status.get("error"))[:1500]
         return "failed", f"job {view.name} failed on start (driver {since_driver}): {error}"
@@ -53,6 +60,12 @@ def health_verdict(view: JobView, since_driver: str | None) -> tuple[str, str] |
             f"ended {view.driver_state}"
         )
     return None
+
+
+def healthy_driver(view: JobView) -> str | None:
+    """The driver whose status the view shows (during a handover the master also lists the
+    old driver, idling until it shuts down)."""
+    return view.status.get("driver_id") or view.driver_id
 
 
 def stage_batches(view: JobView) -> str:
@@ -95,7 +108,11 @@ class JobHealthyTrigger(BaseTrigger):
             except StreamopsError as exc:  # the master may be restarting: keep waiting
                 self.log.info("job %s: cannot observe it yet (%s)", self.job, exc)
                 view = None
-            verdict = health_verdict(view, self.since_driver) if view else None
+            verdict = (
+                health_verdict(view, self.since_driver, await self._since_live(registry, view))
+                if view
+                else None
+            )
             if verdict:
                 status, message = verdict
                 yield TriggerEvent(self._event(status, message, view))
@@ -113,10 +130,19 @@ class JobHealthyTrigger(BaseTrigger):
                 next_log = time.monotonic() + 30
             await asyncio.sleep(self.poll_interval)
 
+    async def _since_live(self, registry: JobRegistry, view: JobView) -> bool:
+        """Whether ``since_driver`` is live while another driver of the job is (handover)."""
+        if not self.since_driver or view.driver_id in (None, self.since_driver):
+            return False
+        try:
+            return await asyncio.to_thread(registry.driver_live, self.since_driver)
+        except StreamopsError:
+            return False
+
     def _event(self, status: str, message: str, view: JobView | None) -> dict[str, Any]:
         return {
             "status": status, "message": message, "job": self.job,
-            "driver_id": view.driver_id if view else None,
+            "driver_id": healthy_driver(view) if view else None,
             "version": view.version if view else None,
         }  # fmt: skip
 

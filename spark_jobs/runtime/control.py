@@ -83,6 +83,7 @@ class ControlLoop:
                 # JVM has exited
                 ctx.release_lease()
                 ctx.board.seal()
+                detail["handover"] = request.handover  # the requester knows whether to wait
                 self._answer(request, True, "job stopped at a batch boundary", detail)
                 if request.handover:
                     self._await_successor()

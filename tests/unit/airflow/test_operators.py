@@ -80,3 +80,48 @@ def test_a_failed_savepoint_request_is_sent_again(tmp_path: Path) -> None:
     op = RequestSavepointOperator(task_id="request", job="job-a", savepoint="sp-1",
                                   procedure="restart")  # fmt: skip
     assert op._previous_request(settings, OWNER) is None
+
+
+class _LiveJobHook:
+    """The edge of the sensor: a cluster whose job ``job-a`` is still live."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def job(self, name: str) -> object:
+        return type("View", (), {"is_live": True})()
+
+
+@pytest.mark.parametrize("handover", [False, True])
+def test_savepoint_sensor_waits_for_the_stop_unless_the_driver_hands_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handover: bool
+) -> None:
+    from streamops import control
+    from streamops_airflow import sensors
+
+    settings = Settings.from_env({}, state_root=str(tmp_path))
+    monkeypatch.setattr(sensors, "SparkStandaloneHook", lambda *_: _LiveJobHook(settings))
+    request = control.send_request(settings.layout, "job-a", "savepoint", name="sp-1",
+                                   cancel=True, handover=handover)  # fmt: skip
+    sensor = sensors.SavepointResultSensor(task_id="wait_result", job="job-a",
+                                           request_id=request.id, cancel=True)  # fmt: skip
+    assert sensor.poke({}) is False  # not answered yet
+    # the driver's answer says whether it hands over (spark_jobs.runtime.control)
+    control.write_result(settings.layout, "job-a", request, ok=True, message="stopped",
+                         detail={"savepoint": "sp-1", "handover": handover})  # fmt: skip
+    done = sensor.poke({})
+    if handover:  # the old driver idles, lease given up, until the new version runs
+        assert done.is_done and done.xcom_value["savepoint"] == "sp-1"
+    else:  # the driver is still live: wait until it stopped
+        assert done is False
+
+
+def test_a_handover_is_asked_only_with_cancel_and_a_spec() -> None:
+    from streamops_airflow.operators import RequestSavepointOperator
+
+    hook = object()  # not consulted: nothing to hand over to
+    stop = RequestSavepointOperator(task_id="r", job="j", savepoint="s", cancel=False,
+                                    handover_spec="fleet-pings-v2.yaml")  # fmt: skip
+    assert stop._handover(hook) is False  # type: ignore[arg-type]
+    plain = RequestSavepointOperator(task_id="r", job="j", savepoint="s")
+    assert plain._handover(hook) is False  # type: ignore[arg-type]

@@ -39,6 +39,18 @@ def test_a_started_driver_relaunched_is_a_failed_start() -> None:
     assert health_verdict(relaunching, "driver-2")[0] == "failed"
 
 
+def test_the_old_driver_handing_over_is_no_relaunch() -> None:
+    """After an upgrade's savepoint the old driver idles (its sealed status still shown)
+    until the new one runs: while the started driver is live too, keep waiting."""
+    old_status = {"state": "STOPPED", "driver_id": "driver-1", "stages": {"s": {"ready": True}}}
+    handing_over = view(state="STOPPED", driver_id="driver-1", status=old_status)
+    assert health_verdict(handing_over, "driver-2", since_live=True) is None
+    assert health_verdict(handing_over, "driver-2")[0] == "failed"  # driver-2 is gone
+    # once the new driver writes its status the view follows it, the old one still listed
+    status, message = health_verdict(view(), "driver-2", since_live=True)
+    assert status == "healthy" and message.endswith("on driver driver-2")
+
+
 def test_still_starting_keeps_waiting() -> None:
     starting = view(state="STARTING", status={"state": "STARTING", "driver_id": "driver-2",
                                               "stages": {"s": {"ready": False}}})  # fmt: skip
