@@ -7,9 +7,10 @@ Upgrade a running job to a new version without losing or double-counting events:
 2. **plan**: compare the running stages with the new version's, by name (printed in the task
    log). An incompatible plan fails the run here and the running job is untouched;
 3. **savepoint with cancel**: the job drains to a batch boundary, copies and verifies its
-   checkpoints, stops its queries and hands over: it gives up the job's lease with its
-   answer and idles until the new version runs (its shutdown does not compete with the new
-   version's first batches);
+   checkpoints and stops its queries. If the cluster has free cores for the new version
+   beside it, it hands over: it gives up the job's lease with its answer and idles until
+   the new version runs (its shutdown does not compete with the new version's first
+   batches); else it shuts down at once;
 4. **start** the new version from the savepoint at once (restored stages keep their state,
    new ones start at the savepoint's source positions);
 5. **verify**: wait until it is healthy. If it is not, **roll back**: the old version is

@@ -19,7 +19,6 @@ from streamops_airflow.triggers import (
     defer_until_healthy,
     health_outcome,
     health_verdict,
-    healthy_driver,
     stage_batches,
 )
 
@@ -74,7 +73,7 @@ class JobHealthySensor(BaseSensorOperator):
             detail = hook.registry.failure_detail(view, _optional(self.since_driver))
             raise ProcedureFailed(f"{message}. {detail}")
         self.log.info("%s", message)
-        return PokeReturnValue(is_done=True, xcom_value=healthy_driver(view))
+        return PokeReturnValue(is_done=True, xcom_value=view.driver_id)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> str | None:
         return health_outcome(event)

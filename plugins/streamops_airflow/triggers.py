@@ -48,9 +48,7 @@ def health_verdict(
         )
     newer = since_driver is None or view.status.get("driver_id") == since_driver
     if view.healthy and newer:
-        return "healthy", (
-            f"job {view.name} v{view.version} is healthy on driver {healthy_driver(view)}"
-        )
+        return "healthy", f"job {view.name} v{view.version} is healthy on driver {view.driver_id}"
     if since_driver and view.status.get("state") == "FAILED" and newer:
         error = str(view.status.get("error"))[:1500]
         return "failed", f"job {view.name} failed on start (driver {since_driver}): {error}"
@@ -60,12 +58,6 @@ def health_verdict(
             f"ended {view.driver_state}"
         )
     return None
-
-
-def healthy_driver(view: JobView) -> str | None:
-    """The driver whose status the view shows (during a handover the master also lists the
-    old driver, idling until it shuts down)."""
-    return view.status.get("driver_id") or view.driver_id
 
 
 def stage_batches(view: JobView) -> str:
@@ -142,7 +134,7 @@ class JobHealthyTrigger(BaseTrigger):
     def _event(self, status: str, message: str, view: JobView | None) -> dict[str, Any]:
         return {
             "status": status, "message": message, "job": self.job,
-            "driver_id": healthy_driver(view) if view else None,
+            "driver_id": view.driver_id if view else None,
             "version": view.version if view else None,
         }  # fmt: skip
 
