@@ -175,7 +175,7 @@ def rebalance_candidates(settings: Settings) -> list[str]:
     from streamops.upgrade import current_spec
 
     client = MasterClient(settings)
-    free = sum(w.cores - w.coresused for w in client.workers() if w.state == "ALIVE")
+    free = client.free_cores()
     apps = {a.name: a for a in client.active_apps()}
     out = []
     for view in JobRegistry(settings).list():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamops import savepoints
+from streamops.cluster.client import free_cores
 from streamops.exceptions import JobError
 from streamops.jobs import JobRegistry
 from streamops.layout import read_json, write_json_atomic
@@ -83,7 +84,7 @@ def standby_executors(registry: JobRegistry, spec: JobSpec) -> int:
     waits for them and warms them up); 0 (with a warning) when the cluster has no free cores,
     so the gap will include starting executors once the old version has freed its cores."""
     res = spec.resources
-    free = sum(w.cores - w.coresused for w in registry.client.workers() if w.state == "ALIVE")
+    free = free_cores(registry.client.workers())
     wanted = res.max_cores // res.executor_cores
     count = max(0, min(wanted, (free - res.driver_cores) // res.executor_cores))
     if count < wanted:
@@ -105,7 +106,7 @@ def handover_fits(registry: JobRegistry, spec: JobSpec, standby: Standby | None 
         wanted += res.driver_cores
     else:
         wanted -= int(standby.ready.get("executors") or 0) * res.executor_cores
-    free = sum(w.cores - w.coresused for w in registry.client.workers() if w.state == "ALIVE")
+    free = free_cores(registry.client.workers())
     if free < wanted:
         log.info("job %s: %d free core(s), v%s needs %d more: the old driver shuts down at "
                  "once (no handover)", spec.name, free, spec.version, wanted)  # fmt: skip

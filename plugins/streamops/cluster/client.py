@@ -233,6 +233,10 @@ class MasterClient:
     def workers(self) -> list[WorkerInfo]:
         return [WorkerInfo.from_json(w) for w in self.state().get("workers", [])]
 
+    def free_cores(self) -> int:
+        """Cores the ALIVE workers offer that no driver or executor holds."""
+        return free_cores(self.workers())
+
     def active_apps(self) -> list[AppInfo]:
         return [AppInfo.from_json(a) for a in self.state().get("activeapps", [])]
 
@@ -278,3 +282,8 @@ class MasterClient:
             worker_host_port=payload.get("workerHostPort"),
             message=payload.get("message"),
         )
+
+
+def free_cores(workers: list[WorkerInfo]) -> int:
+    """Cores the ALIVE ``workers`` offer that no driver or executor holds."""
+    return sum(w.cores - w.coresused for w in workers if w.state == "ALIVE")
