@@ -31,14 +31,14 @@ log = logging.getLogger("streamops.restore")
 
 def savepoint_job(
     settings: Settings, job: str, name: str, *, cancel: bool = False, timeout: float = 180.0,
-    wait_stopped: bool = True, handover: bool | None = None,
+    wait_stopped: bool = True, handover: bool = False,
 ) -> control.ControlResult:  # fmt: skip
     """Take savepoint ``name`` of the running ``job``; with ``cancel``, stop it afterwards.
 
     With ``cancel`` the driver has stopped its queries and given up its lease when this
-    returns; ``wait_stopped`` also waits for its process to end. ``handover`` (default: not
-    ``wait_stopped``): the driver is told a new version takes over, and it shuts down only
-    once that version runs.
+    returns; ``wait_stopped`` also waits for its process to end. ``handover`` (with
+    ``cancel``, an upgrade): the driver is told a new version takes over, and it shuts down
+    only once that version runs.
     """
     registry = JobRegistry(settings)
     view = registry.view(job)
@@ -46,7 +46,7 @@ def savepoint_job(
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
     request = control.send_request(
         settings.layout, job, "savepoint", name=name, cancel=cancel, timeout=timeout,
-        handover=not wait_stopped if handover is None else handover,
+        handover=handover,
     )  # fmt: skip
     result = control.wait_result(
         settings.layout, job, request, still_alive=lambda: registry.view(job).is_live

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from streamops.agent.registry import Agents
-from streamops.cluster.client import MasterClient, WorkerInfo
+from streamops.cluster.client import MasterClient, WorkerInfo, free_cores
 from streamops.cluster.daemons import worker_index
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterError, ConfigError, JobError, StreamopsError
@@ -175,7 +175,7 @@ def rebalance_candidates(settings: Settings) -> list[str]:
     from streamops.upgrade import current_spec
 
     client = MasterClient(settings)
-    free = client.free_cores()
+    free = free_cores(client.workers())
     apps = {a.name: a for a in client.active_apps()}
     out = []
     for view in JobRegistry(settings).list():

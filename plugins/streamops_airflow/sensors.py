@@ -19,6 +19,7 @@ from streamops_airflow.triggers import (
     defer_until_healthy,
     health_outcome,
     health_verdict,
+    since_is_live,
     stage_batches,
 )
 
@@ -61,9 +62,7 @@ class JobHealthySensor(BaseSensorOperator):
         hook = SparkStandaloneHook(self.spark_standalone_conn_id)
         view = hook.job(self.job)
         since = _optional(self.since_driver)
-        since_live = bool(since and view.driver_id not in (None, since)
-                          and hook.registry.driver_live(since))  # fmt: skip
-        verdict = health_verdict(view, since, since_live)
+        verdict = health_verdict(view, since, since_is_live(hook.registry, view, since))
         if verdict is None:
             self.log.info("job %s not healthy yet: state %s, driver %s, stages %s",
                           self.job, view.state, view.driver_state, stage_batches(view))  # fmt: skip

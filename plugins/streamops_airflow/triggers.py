@@ -60,6 +60,17 @@ def health_verdict(
     return None
 
 
+def since_is_live(registry: JobRegistry, view: JobView, since_driver: str | None) -> bool:
+    """Whether ``since_driver`` is live while the view shows another driver of the job (the
+    old version handing over), for :func:`health_verdict`; asks the master only then."""
+    if not since_driver or view.driver_id in (None, since_driver):
+        return False
+    try:
+        return registry.driver_live(since_driver)
+    except StreamopsError:  # the master did not answer: judge as before
+        return False
+
+
 def stage_batches(view: JobView) -> str:
     return ", ".join(f"{n}={s.get('batch_id')}" for n, s in view.stages.items()) or "none"
 
@@ -101,7 +112,10 @@ class JobHealthyTrigger(BaseTrigger):
                 self.log.info("job %s: cannot observe it yet (%s)", self.job, exc)
                 view = None
             verdict = (
-                health_verdict(view, self.since_driver, await self._since_live(registry, view))
+                health_verdict(
+                    view, self.since_driver,
+                    await asyncio.to_thread(since_is_live, registry, view, self.since_driver),
+                )  # fmt: skip
                 if view
                 else None
             )
@@ -121,15 +135,6 @@ class JobHealthyTrigger(BaseTrigger):
                 )  # fmt: skip
                 next_log = time.monotonic() + 30
             await asyncio.sleep(self.poll_interval)
-
-    async def _since_live(self, registry: JobRegistry, view: JobView) -> bool:
-        """Whether ``since_driver`` is live while another driver of the job is (handover)."""
-        if not self.since_driver or view.driver_id in (None, self.since_driver):
-            return False
-        try:
-            return await asyncio.to_thread(registry.driver_live, self.since_driver)
-        except StreamopsError:
-            return False
 
     def _event(self, status: str, message: str, view: JobView | None) -> dict[str, Any]:
         return {

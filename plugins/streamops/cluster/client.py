@@ -233,10 +233,6 @@ class MasterClient:
     def workers(self) -> list[WorkerInfo]:
         return [WorkerInfo.from_json(w) for w in self.state().get("workers", [])]
 
-    def free_cores(self) -> int:
-        """Cores the ALIVE workers offer that no driver or executor holds."""
-        return free_cores(self.workers())
-
     def active_apps(self) -> list[AppInfo]:
         return [AppInfo.from_json(a) for a in self.state().get("activeapps", [])]
 
