@@ -16,11 +16,12 @@ import time
 
 from pyspark.sql import SparkSession
 
+from spark_jobs import forkserver
 from spark_jobs.runtime import standby
 from spark_jobs.runtime.context import JobContext, short_error
 from streamops import lease
 from streamops.layout import StateLayout
-from streamops.spec import decode_spec
+from streamops.spec import JobSpec, decode_spec
 
 log = logging.getLogger("spark_jobs.main")
 
@@ -54,6 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     spec = decode_spec(args.spec_b64)
+    # first: the fork server imports what the Python workers need while the JVM starts
+    forks = forkserver.ForkServer.start() if forkserver.enabled(spec.conf) else None
+    try:
+        return run(args, spec, started, forks)
+    finally:
+        if forks is not None:
+            forks.stop()
+
+
+def run(
+    args: argparse.Namespace, spec: JobSpec, started: float, forks: forkserver.ForkServer | None
+) -> int:
     layout = StateLayout.at(args.state_root)
     module = importlib.import_module(spec.entrypoint)
     log.info("job %s v%s: %s imported in %.1fs", spec.name, spec.version, spec.entrypoint,
@@ -66,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession.builder.appName(spec.name).getOrCreate()
     log.info("job %s v%s: Spark session up after %.1fs", spec.name, spec.version,
              time.monotonic() - started)  # fmt: skip
+    if forks is not None:
+        forks.attach(spark.sparkContext)
     if args.standby:
         # build once, before the savepoint exists: new stages read their start positions
         # from the go file when their queries start

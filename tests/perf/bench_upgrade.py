@@ -106,7 +106,7 @@ def run_once(
         return (
             f"run {i} ({'warm' if warm else 'cold'}): gap {gap} (savepoint+cancel "
             f"{outcome.savepoint_s:.1f} s; every stage's first batch {every}; upgrade() "
-            f"returned {outcome.start_s:.1f} s after the savepoint); "
+            f"returned {outcome.start_s:.1f} s after the savepoint; request at {t0:.1f}); "
             f"vehicles {len(veh.missing)} lost / "
             f"{len(veh.unexpected)} extra / {len(veh.different)} different; windows "
             f"{len(win.missing)} lost / {len(win.unexpected)} extra / {len(win.different)} "
