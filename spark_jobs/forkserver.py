@@ -107,8 +107,14 @@ class ForkServer:
         created from now on start their workers through ``streamops-python``."""
         jvm_pid = int(sc._jvm.java.lang.ProcessHandle.current().pid())
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"allow {jvm_pid}\nallow-app {sc.applicationId}\n".encode())
-        self.proc.stdin.flush()
+        try:
+            if self.proc.poll() is not None:
+                raise OSError(f"exited with {self.proc.returncode}")
+            self.proc.stdin.write(f"allow {jvm_pid}\nallow-app {sc.applicationId}\n".encode())
+            self.proc.stdin.flush()
+        except OSError as exc:
+            log.warning("fork server off: the server is gone (%s); workers start as usual", exc)
+            return
         sc.environment[PYTHON_ENV] = sc.pythonExec
         sc.environment[SOCKET_ENV] = self.path
         sc.pythonExec = str(Path(sys.executable).parent / CLIENT)
@@ -191,7 +197,13 @@ class Server:
         while self.running:
             for key, _ in self.sel.select():
                 if key.data == "accept":
-                    req = self.accept()
+                    try:
+                        req = self.accept()
+                    except Exception as exc:  # noqa: BLE001 - the requester runs the real Python
+                        if os.getpid() != self.pid:
+                            os._exit(70)  # a child that failed to set up: never serve twice
+                        print(f"fork server: a request failed: {exc!r}", file=sys.stderr)
+                        continue
                     if req is not None:
                         return req  # in the child
                 elif key.data == "reap":
@@ -367,6 +379,12 @@ def run_child(req: Request) -> None:
     sys.path[:] = [req.cwd, *[p for p in extra if p not in sys.path], *sys.path[1:]]
     module, args = req.argv[1], req.argv[2:]
     sys.argv = [module, *args]
+    # `ps` shows what it runs, not the server's command line
+    python = req.env.get(PYTHON_ENV, sys.executable)
+    with contextlib.suppress(ImportError):
+        import setproctitle
+
+        setproctitle.setproctitle(" ".join([python, *req.argv]))
     warnings.filterwarnings("ignore", category=RuntimeWarning, module="runpy")
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 

@@ -186,3 +186,12 @@ def test_a_session_reads_a_python_data_source_through_the_server(
     # a read worker is forked by Spark's daemon, itself forked by the server
     daemons = {parent_of(row.pid) for row in rows}
     assert {parent_of(d) for d in daemons if d is not None} == {server.proc.pid}
+
+
+def test_a_dead_server_is_not_attached(spark: SparkSession, server: ForkServer) -> None:
+    sc = spark.sparkContext
+    before = sc.pythonExec, dict(sc.environment)
+    server.proc.kill()
+    server.proc.wait()
+    server.attach(sc)  # logs a warning; the session keeps the real Python
+    assert (sc.pythonExec, dict(sc.environment)) == before
