@@ -70,6 +70,15 @@ def probe_pid(out: str) -> int:
     return int(out.split("pid ")[1].split()[0])
 
 
+def start_sleeper(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
+    """A worker that sleeps, and the pid of the process that runs it."""
+    proc = subprocess.Popen(
+        [CLIENT, "-m", "probe", "sleep"], env=env, cwd=cwd, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    return proc, probe_pid(proc.stdout.readline() + proc.stdout.readline())
+
+
 def test_a_forked_worker_runs_like_python_m(
     server: ForkServer, probe_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -86,21 +95,11 @@ def test_a_forked_worker_runs_like_python_m(
 def test_signals_reach_the_worker_and_a_killed_requester_takes_it_along(
     probe_env: dict[str, str], tmp_path: Path
 ) -> None:
-    proc = subprocess.Popen(
-        [CLIENT, "-m", "probe", "sleep"], env=probe_env, cwd=tmp_path, stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    pid = probe_pid(proc.stdout.readline() + proc.stdout.readline())
+    proc, pid = start_sleeper(probe_env, tmp_path)
     proc.terminate()  # what Spark's destroy() does
     assert proc.wait(timeout=30) == -signal.SIGTERM
     assert not os.path.exists(f"/proc/{pid}") or parent_of(pid) is None
-    proc = subprocess.Popen(
-        [CLIENT, "-m", "probe", "sleep"], env=probe_env, cwd=tmp_path, stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    pid = probe_pid(proc.stdout.readline() + proc.stdout.readline())
+    proc, pid = start_sleeper(probe_env, tmp_path)
     proc.kill()
     proc.wait(timeout=30)
     deadline = time.monotonic() + 10
@@ -155,12 +154,7 @@ def test_without_a_server_it_is_the_real_python(probe_env: dict[str, str], tmp_p
 def test_stop_ends_the_workers_and_removes_the_socket(
     server: ForkServer, probe_env: dict[str, str], tmp_path: Path
 ) -> None:
-    proc = subprocess.Popen(
-        [CLIENT, "-m", "probe", "sleep"], env=probe_env, cwd=tmp_path, stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    pid = probe_pid(proc.stdout.readline() + proc.stdout.readline())
+    proc, pid = start_sleeper(probe_env, tmp_path)
     server.stop()
     assert server.proc.returncode == 0
     assert proc.wait(timeout=30) == -signal.SIGTERM
