@@ -17,6 +17,7 @@ per Python worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,6 +25,7 @@ import socket
 import struct
 import sys
 import time
+from typing import NoReturn
 
 SOCKET_ENV = "STREAMOPS_PYFORK"
 PYTHON_ENV = "STREAMOPS_PYFORK_PYTHON"
@@ -35,8 +37,8 @@ def real_python() -> str:
     return os.environ.get(PYTHON_ENV) or sys.executable
 
 
-def exec_python(argv: list[str]) -> None:
-    """Become the real Python running ``argv`` (never returns)."""
+def exec_python(argv: list[str]) -> NoReturn:
+    """Become the real Python running ``argv``."""
     python = real_python()
     os.execv(python, [python, *argv])
 
@@ -104,10 +106,8 @@ def relay(sock: socket.socket, pid: int) -> int:
 
 
 def _forward(pid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,17 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     path = os.environ.get(SOCKET_ENV)
     if not path or not os.path.exists(path) or args[:1] != ["-m"]:
         exec_python(args)
-    sock = forked(args, path)  # type: ignore[arg-type]
+    sock = forked(args, path)
     if sock is None:
         exec_python(args)
     try:
-        answer = read_line(sock)  # type: ignore[union-attr]
+        answer = read_line(sock)
     except OSError:
         answer = None
     if not answer or not answer.startswith("pid "):
-        sock.close()  # type: ignore[union-attr]
+        sock.close()
         exec_python(args)
-    return relay(sock, int(answer.split()[1]))  # type: ignore[union-attr,index]
+    return relay(sock, int(answer.split()[1]))
 
 
 if __name__ == "__main__":

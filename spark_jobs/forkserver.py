@@ -89,7 +89,7 @@ class ForkServer:
     def start(cls) -> ForkServer | None:
         """Start a server (it imports in the background); None when ``streamops-python`` is
         not installed beside this Python."""
-        if not (Path(sys.executable).parent / CLIENT).exists():
+        if not client_path().exists():
             log.warning("fork server off: %s not found beside %s", CLIENT, sys.executable)
             return None
         directory = Path(tempfile.mkdtemp(prefix="pyfork-"))  # short: a socket path <= 107
@@ -117,7 +117,7 @@ class ForkServer:
             return
         sc.environment[PYTHON_ENV] = sc.pythonExec
         sc.environment[SOCKET_ENV] = self.path
-        sc.pythonExec = str(Path(sys.executable).parent / CLIENT)
+        sc.pythonExec = str(client_path())
         log.info("fork server: Python workers of JVM %d start as forks (%s)", jvm_pid,
                  self.path)  # fmt: skip
 
@@ -132,6 +132,11 @@ class ForkServer:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def client_path() -> Path:
+    """``streamops-python``, installed beside this Python."""
+    return Path(sys.executable).parent / CLIENT
 
 
 def enabled(conf: Any) -> bool:
