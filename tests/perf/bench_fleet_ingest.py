@@ -22,7 +22,7 @@ import statistics
 import threading
 import time
 
-from harness import bench_cluster, fleet_spec
+from harness import bench_cluster, discard, fleet_spec
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
@@ -100,6 +100,7 @@ def main() -> None:
         if cluster.status().master_alive and registry.view("fleet-bench").is_live:
             registry.cancel("fleet-bench")
         cluster.stop()
+        discard(root)
 
 
 def report(settings: Settings, job: str, t0: float, t1: float, offered: int,

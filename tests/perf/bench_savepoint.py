@@ -16,7 +16,7 @@ import logging
 import statistics
 import time
 
-from harness import bench_cluster
+from harness import bench_cluster, discard
 
 from streamops import savepoints
 from streamops.jobs import JobRegistry
@@ -75,6 +75,7 @@ def main() -> None:
             print(lines[-1], flush=True)
     finally:
         cluster.stop()
+        discard(root)
     print("\nsavepoint benchmark (2 workers, 2-core machine, HDFS-backed state store)")
     print("\n".join(lines))
 

@@ -21,7 +21,7 @@ import statistics
 import time
 from pathlib import Path
 
-from harness import bench_cluster, fleet_spec
+from harness import bench_cluster, discard, fleet_spec
 
 from streamops.jobs import JobRegistry
 from streamops.sim import AlphaSimulator, BetaSimulator
@@ -121,6 +121,7 @@ def main() -> None:
         if registry.view(job).is_live:
             registry.cancel(job)
         cluster.stop()
+        discard(root)
     print(
         f"\nsteady state of {args.spec} at 2 x {args.rate:.0f} pings/s, trigger {args.trigger}, "
         f"{args.warm:.0f} s after healthy, {seconds:.0f} s sampled; conf {overrides or '-'}"

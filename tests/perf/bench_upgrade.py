@@ -20,7 +20,7 @@ import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster, fleet_spec
+from harness import bench_cluster, discard, fleet_spec
 
 from spark_jobs.sinks import store
 from streamops.class_training import train_class_archives
@@ -132,7 +132,9 @@ def main() -> None:
         default="both",
         help="start v2 after v1 stopped (cold), as a warm standby, or both",
     )
-    ap.add_argument("--event-log", action="store_true", help="write v2's Spark event log")
+    ap.add_argument(
+        "--event-log", action="store_true", help="write v2's Spark event log (keeps the state root)"
+    )
     ap.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE",
         help="Spark conf of v2 (repeatable; an empty value drops a key of the spec)",
@@ -161,6 +163,7 @@ def main() -> None:
         ]
     finally:
         cluster.stop()
+        discard(root, keep=args.event_log)  # the event logs are in it
     print("\nupgrade benchmark (2 workers, 2-core machine); warm = v2 driver up before v1 stops")
     print("\n".join(lines))
 

@@ -1,12 +1,20 @@
 """What every benchmark needs: free loopback ports, a temporary state root, a local cluster.
 
 Benchmarks run as scripts (``python tests/perf/bench_x.py``), so this directory is on
-``sys.path`` and they ``from harness import bench_cluster``.
+``sys.path`` and they ``from harness import bench_cluster``. A benchmark removes its state
+root when it ends (``discard``); ``STREAMOPS_BENCH_KEEP=1`` keeps it, to read the drivers'
+logs and Spark's event logs afterwards. Each benchmark first prints the machine's speed of
+the day (``python_loop_seconds``): this shared 2-core machine runs up to twice slower on some
+days, so figures of different days compare only beside it.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,6 +30,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# the reference loop, at module level as ``python -c`` runs it (globals: about twice the time
+# of the same loop in a function); the figures of earlier days were taken with it
+_LOOP = (
+    "import time\nt = time.perf_counter()\ns = 0\n"
+    "for i in range(20_000_000): s += i\nprint(time.perf_counter() - t)"
+)
+
+
+def python_loop_seconds() -> float:
+    """Seconds a module-level pure-Python loop of 20M integer additions takes in a fresh
+    interpreter: a reference of the machine's speed on the day (0.9 s on a fast day here,
+    1.8 s on a slow one)."""
+    out = subprocess.run([sys.executable, "-c", _LOOP], capture_output=True, text=True, check=True)
+    return float(out.stdout)
+
+
 def bench_cluster(
     prefix: str, worker_memory: str = "3g", worker_cores: int = 4
 ) -> tuple[Path, Settings, LocalCluster]:
@@ -29,6 +53,7 @@ def bench_cluster(
 
     Four cores a worker (Spark's slots, not the machine's), as in ``config/cluster/local.yaml``:
     a warm standby then gets its executors beside the running version."""
+    print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
     root = Path(tempfile.mkdtemp(prefix=prefix))
     settings = Settings.from_env(
         {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
@@ -39,6 +64,15 @@ def bench_cluster(
          "worker_webui_port_base": 0}
     )  # fmt: skip
     return root, settings, LocalCluster(settings, profile)
+
+
+def discard(root: Path, keep: bool = False) -> None:
+    """Remove a benchmark's state root (hundreds of MB of checkpoints, logs and class
+    archives), unless ``keep`` or ``STREAMOPS_BENCH_KEEP`` is set."""
+    if keep or os.environ.get("STREAMOPS_BENCH_KEEP"):
+        print(f"kept {root}", flush=True)
+        return
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def fleet_spec(
