@@ -6,14 +6,20 @@ Upgrade a running job to a new version without losing or double-counting events:
 1. **validate** the params;
 2. **plan**: compare the running stages with the new version's, by name (printed in the task
    log). An incompatible plan fails the run here and the running job is untouched;
-3. **savepoint with cancel**: the job drains to a batch boundary, copies and verifies its
+3. **start standby** (param `standby`: `warm`, or `auto` when a worker has a free core for the
+   new version's driver; `cold` skips it): the new version's driver is started beside the old
+   one, its session up, stages built and validated, executors warmed up, and waits. The gap is
+   then only the savepoint and the restore (seconds instead of a driver's start). A standby
+   that does not come up fails the run here, the old version untouched; if the savepoint
+   fails, **abort standby** kills it;
+4. **savepoint with cancel**: the job drains to a batch boundary, copies and verifies its
    checkpoints and stops its queries. If the cluster has free cores for the new version
    beside it, it hands over: it gives up the job's lease with its answer and idles until
    the new version runs (its shutdown does not compete with the new version's first
    batches); else it shuts down at once;
-4. **start** the new version from the savepoint at once (restored stages keep their state,
-   new ones start at the savepoint's source positions);
-5. **verify**: wait until it is healthy. If it is not, **roll back**: the old version is
+5. **start** the new version from the savepoint at once, or release the standby (restored
+   stages keep their state, new ones start at the savepoint's source positions);
+6. **verify**: wait until it is healthy. If it is not, **roll back**: the old version is
    restarted from the same savepoint and the run fails with the reason.
 
 Each destructive step records its intent in `jobs/<job>/upgrade.json` first, so a retried
@@ -24,8 +30,15 @@ from __future__ import annotations
 
 from airflow.sdk import Param, dag, task
 
+from streamops.standby import STANDBY_MODES
 from streamops_airflow.dag_defaults import manual_dag
-from streamops_airflow.job_groups import savepoint_with_cancel, start_new_version, verify
+from streamops_airflow.job_groups import (
+    abort_standby,
+    savepoint_with_cancel,
+    start_new_version,
+    start_standby,
+    verify,
+)
 
 
 @dag(
@@ -40,6 +53,10 @@ from streamops_airflow.job_groups import savepoint_with_cancel, start_new_versio
                            description="name of the savepoint to take (empty: generated)"),
         "allow_state_drop": Param(False, type="boolean", title="Allow state drop",
                                   description="allow removing (or renaming) stateful stages"),
+        "standby": Param("auto", type="string", enum=list(STANDBY_MODES), title="Warm standby",
+                         description="warm: start the new version's driver before the old one "
+                                     "stops; cold: after; auto: warm if a worker has a free "
+                                     "core for it"),
     },  # fmt: skip
 )
 def savepoint_and_upgrade() -> None:
@@ -59,6 +76,7 @@ def savepoint_and_upgrade() -> None:
             "job": job, "spec_path": str(path),
             "savepoint": checks.new_savepoint_name(params, "savepoint", settings),
             "allow_state_drop": bool(params.get("allow_state_drop")),
+            "standby": checks.one_of(params, "standby", STANDBY_MODES, default="auto"),
         }  # fmt: skip
 
     @task(multiple_outputs=True)
@@ -83,14 +101,18 @@ def savepoint_and_upgrade() -> None:
             **ctx, "from_version": old.version, "to_version": new.version,
             "savepoint": ctx["savepoint"] or default_savepoint_name(job, old.version, new.version),
             "stages": [s.stage for s in upgrade_plan.stages if s.action.value != "DROPPED"],
+            "new_stages": [s.stage for s in upgrade_plan.stages if s.action.value == "NEW"],
             "rollback_spec": old.model_dump(mode="json"),
             "old_driver": JobRegistry(settings).view(job).driver_id,
         }  # fmt: skip
 
     ctx = plan(validate())
-    started = start_new_version(ctx)
-    savepoint_with_cancel(ctx, procedure="upgrade", handover=True) >> started
-    verify(ctx, started, procedure="upgrade")
+    ready = start_standby(ctx)
+    started = start_new_version(ctx, ready)
+    savepoint = savepoint_with_cancel(ctx, procedure="upgrade", handover=True, standby=ready)
+    savepoint >> started
+    savepoint >> abort_standby.override(task_id="abort_standby")(ready.operator.task_id)
+    verify(ctx, started, procedure="upgrade", standby=ready)
 
 
 savepoint_and_upgrade()

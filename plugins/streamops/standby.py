@@ -3,7 +3,9 @@
 ``start_standby`` submits the new version with ``--standby TOKEN`` beside the running one
 (the driver builds and validates its stages, then waits; see ``spark_jobs/runtime/standby.py``)
 and waits for its ready file. ``release_standby`` prepares the checkpoints from a savepoint and
-writes the go file; ``abort_standby`` kills a standby that will not be used.
+writes the go file; ``abort_standby`` kills a standby that will not be used. ``standby_fits``
+tells whether a standby's driver can start beside the running version now (an upgrade's
+``auto`` mode, ``wants_standby``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from streamops import savepoints
@@ -27,6 +29,9 @@ from streamops.spec import JobSpec
 log = logging.getLogger("streamops.standby")
 
 
+READY_SUMMARY = ("app_id", "executors", "warm_up_s", "armed_s")
+
+
 @dataclass(frozen=True)
 class Standby:
     job: str
@@ -34,6 +39,17 @@ class Standby:
     token: str
     driver_id: str
     ready: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for an Airflow task to hand to the next ones: of the ready file only its
+        executors, application and timings (the stage descriptions stay in the file)."""
+        summary = {k: self.ready[k] for k in READY_SUMMARY if k in self.ready}
+        return {**asdict(self), "ready": summary}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Standby:
+        return cls(str(data["job"]), str(data["version"]), str(data["token"]),
+                   str(data["driver_id"]), dict(data.get("ready") or {}))  # fmt: skip
 
 
 def start_standby(
@@ -93,6 +109,37 @@ def standby_executors(registry: JobRegistry, spec: JobSpec) -> int:
                     "(the upgrade gap then includes their start-up)", spec.name, free,
                     res.driver_cores, count, wanted)  # fmt: skip
     return count
+
+
+STANDBY_MODES = ("auto", "warm", "cold")  # an upgrade's choice: auto = warm if it fits
+
+
+def wants_standby(registry: JobRegistry, spec: JobSpec, mode: str) -> bool:
+    """Whether an upgrade to ``spec`` in ``mode`` (one of ``STANDBY_MODES``) starts a warm
+    standby: ``warm`` always, ``cold`` never, ``auto`` when its driver fits now."""
+    if mode not in STANDBY_MODES:
+        raise ValueError(f"standby mode {mode!r} is not one of {', '.join(STANDBY_MODES)}")
+    if mode == "auto":
+        fits = standby_fits(registry, spec)
+        log.info("job %s: %s", spec.name, "a worker has a free core: warm standby" if fits else
+                 "no worker has a free core for a standby driver: cold start")  # fmt: skip
+        return fits
+    return mode == "warm"
+
+
+def standby_fits(registry: JobRegistry, spec: JobSpec) -> bool:
+    """Whether one ALIVE worker has the free cores for a standby driver of ``spec`` now (its
+    executors may come later: see ``standby_executors``). Without them a submitted standby
+    would wait for cores that only stopping the running version frees."""
+    need = spec.resources.driver_cores
+    return any(
+        w.cores - w.coresused >= need for w in registry.client.workers() if w.state == "ALIVE"
+    )
+
+
+def released(settings: Settings, standby: Standby) -> bool:
+    """Whether ``standby`` was released already (its go file is written)."""
+    return settings.layout.standby_go_file(standby.job, standby.token).is_file()
 
 
 def handover_fits(registry: JobRegistry, spec: JobSpec, standby: Standby | None = None) -> bool:

@@ -29,7 +29,7 @@ from streamops.intents import read_intent, record_intent
 from streamops.restart import already_started
 from streamops.settings import Settings
 from streamops.spec import load_spec
-from streamops.standby import handover_fits
+from streamops.standby import Standby, handover_fits
 from streamops.submit import Submission, build_submission, ensure_not_running, record_submission
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
@@ -163,18 +163,20 @@ class RequestSavepointOperator(BaseOperator):
     is asked to hand over if the cluster has free cores for that version beside it: it gives
     up the job's lease with its answer and idles until the next version runs, so that version
     is started at once and the old one's shutdown does not compete with its first batches.
-    The request is answered at the next batch boundary; wait for it with
+    ``handover_standby`` (a warm upgrade's ``Standby.to_dict()``, or empty) counts the cores
+    its standby already holds. The request is answered at the next batch boundary; wait for it with
     :class:`~streamops_airflow.sensors.SavepointResultSensor`. The intent (savepoint name and
     request id) is recorded in ``jobs/<job>/<procedure>.json``: a retried task whose request
     is pending or answered returns that request instead of sending a second one.
     Returns the request id.
     """
 
-    template_fields: Sequence[str] = ("job", "savepoint", "handover_spec")
+    template_fields: Sequence[str] = ("job", "savepoint", "handover_spec", "handover_standby")
 
     def __init__(
         self, *, job: str, savepoint: str, cancel: bool = True, procedure: str = "savepoint",
         request_timeout: float = 180.0, handover_spec: str | None = None,
+        handover_standby: Any = None,
         spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name, **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(**kwargs)
@@ -184,6 +186,7 @@ class RequestSavepointOperator(BaseOperator):
         self.procedure = procedure
         self.request_timeout = request_timeout
         self.handover_spec = handover_spec
+        self.handover_standby = handover_standby
         self.spark_standalone_conn_id = spark_standalone_conn_id
 
     @property
@@ -222,10 +225,12 @@ class RequestSavepointOperator(BaseOperator):
         return request.id
 
     def _handover(self, hook: SparkStandaloneHook) -> bool:
-        """Whether to ask the driver to hand over to the version of ``handover_spec``."""
+        """Whether to ask the driver to hand over to the version of ``handover_spec`` (started
+        cold, or released from the warm standby ``handover_standby`` describes)."""
         if not (self.cancel and self.handover_spec):
             return False
-        return handover_fits(hook.registry, load_spec(self.handover_spec))
+        ready = Standby.from_dict(self.handover_standby) if self.handover_standby else None
+        return handover_fits(hook.registry, load_spec(self.handover_spec), ready)
 
     def _previous_request(self, settings: Settings, owner: str) -> str | None:
         intent = read_intent(settings, self.job, self.procedure)

@@ -8,7 +8,7 @@ destructive step.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,18 @@ def existing_savepoint(
     except StreamopsError as exc:
         raise ParamError(name, str(exc)) from exc
     return value
+
+
+def one_of(
+    params: Mapping[str, Any], name: str, choices: Sequence[str], default: str | None = None
+) -> str:
+    """One of ``choices`` (``default`` when the param is absent or empty)."""
+    value = params.get(name)
+    if (value is None or value == "") and default is not None:
+        return default
+    if value not in choices:
+        raise ParamError(name, f"{value!r} is not one of {', '.join(choices)}")
+    return str(value)
 
 
 def positive_int(params: Mapping[str, Any], name: str, minimum: int = 1) -> int:

@@ -84,14 +84,16 @@ class SavepointResultSensor(BaseSensorOperator):
     With ``cancel`` it also waits until the job has stopped (the driver stops only after the
     copy is verified), unless the driver answered that it hands over (an upgrade): it then
     has stopped its queries and given up the lease, and idles until the next version runs.
+    With ``driver`` (an upgrade: the running driver) it waits for that driver only: a warm
+    standby of the next version is already live under the job's name.
     Fails at once on a failed answer or a driver that went away.
     Returns the answer's detail (savepoint name, batches, duration).
     """
 
-    template_fields: Sequence[str] = ("job", "request_id")
+    template_fields: Sequence[str] = ("job", "request_id", "driver")
 
     def __init__(
-        self, *, job: str, request_id: str, cancel: bool = False,
+        self, *, job: str, request_id: str, cancel: bool = False, driver: str | None = None,
         spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
         poke_interval: float = 2.0, timeout: float = 300.0, **kwargs: Any,
     ) -> None:  # fmt: skip
@@ -99,12 +101,14 @@ class SavepointResultSensor(BaseSensorOperator):
         self.job = job
         self.request_id = request_id
         self.cancel = cancel
+        self.driver = driver
         self.spark_standalone_conn_id = spark_standalone_conn_id
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
         hook = SparkStandaloneHook(self.spark_standalone_conn_id)
         result = control.read_result(hook.settings.layout, self.job, self.request_id)
-        live = hook.job(self.job).is_live
+        driver = _optional(self.driver)
+        live = hook.registry.driver_live(driver) if driver else hook.job(self.job).is_live
         if result is None:
             if not live:
                 raise ProcedureFailed(

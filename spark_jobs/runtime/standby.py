@@ -43,12 +43,20 @@ def warm_up(
 ) -> None:  # fmt: skip
     """With ``ctx``'s stages built (nothing started): describe them, wait for ``executors``
     executors and warm them up, rehearse the stages with ``build`` (the job's build
-    function), then announce readiness."""
+    function; not without an executor), then announce readiness."""
     started = time.monotonic()
     spec, layout = ctx.spec, ctx.layout
     stages = {stage.name: ctx.describe(stage.name) for stage in ctx.stages}
     count = warm_executors(ctx.spark, executors)
-    rehearsal = rehearse(ctx, build) if build is not None else None
+    rehearsal: dict[str, Any] | None = None
+    if build is not None and count:
+        rehearsal = rehearse(ctx, build)
+    elif build is not None:
+        # the old version holds the cluster's cores: no task could run before it stops, and
+        # the rehearsal would only wait out its timeout
+        log.info("standby: no executor of %s yet (the running version holds the cores): no "
+                 "rehearsal, the first batches compile the stages", ctx.job)  # fmt: skip
+        rehearsal = {"seconds": 0.0, "stages": [], "failed": {}, "skipped": "no executor"}
     armed_s, prepared = None, 0
     if ctx.gate_file is not None:
         ctx.arm()

@@ -1,9 +1,11 @@
 """The job DAGs run end to end with ``dag.test()`` against the session's real cluster.
 
 One fleet-pings job with both simulators goes through: deploy → a duplicate deploy refused
-→ an incompatible v2 stopped at plan (job untouched) → upgrade v1 → v2 → a crashing v3
-rolled back to v2 → restart (savepoint) → restart (last-checkpoint); then the oracle: every
-sink equals its recomputation, nothing lost or duplicated. Bad params fail the first task
+→ an incompatible v2 stopped at plan (job untouched) → upgrade v1 → v2 (cold) → a crashing v3
+rolled back to v2 (cold) → upgrade v2 → v2.1 (``standby`` auto: warm, as the session's
+cluster has a free core for the standby's driver) → restart (savepoint) → restart
+(last-checkpoint); then the oracle: every sink equals its recomputation, nothing lost or
+duplicated. Bad params fail the first task
 naming the param. Wall times and processing gaps are printed (figures, not asserts).
 """
 
@@ -20,6 +22,7 @@ from support.fleet import FleetRun
 from support.integration import ClusterHandle
 
 from streamops import savepoints
+from streamops.jobs import read_submissions
 from streamops.restore import earliest_positions
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("airflow_db", "streamops_env")]
@@ -98,17 +101,19 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         t0 = time.time()
         run, secs = run_dag("savepoint_and_upgrade",
                             {"job": JOB, "spec": str(fleet.spec_file("fleet-pings-v2.yaml")),
-                             "savepoint": "dags-v1-to-v2"})  # fmt: skip
-        figure("savepoint_and_upgrade v1 -> v2", run, secs,
+                             "savepoint": "dags-v1-to-v2", "standby": "cold"})  # fmt: skip
+        figure("savepoint_and_upgrade v1 -> v2 (cold)", run, secs,
                processing_gap(history, t0, time.time()))  # fmt: skip
         assert run.state == "success", task_states(run)
+        assert task_states(run)["abort_standby"] == "skipped"
         assert registry.view(JOB).version == "2"
         positions = earliest_positions(savepoints.get_savepoint(settings.layout, "dags-v1-to-v2"))
 
         crash = fleet.spec_file("fleet-pings-v2.yaml", version="3",
                                 entrypoint="spark_jobs.testing.crash_on_start")
         t0 = time.time()
-        run, secs = run_dag("savepoint_and_upgrade", {"job": JOB, "spec": str(crash)})
+        run, secs = run_dag("savepoint_and_upgrade",
+                            {"job": JOB, "spec": str(crash), "standby": "cold"})  # fmt: skip
         figure("savepoint_and_upgrade v2 -> crashing v3 (rolled back)", run, secs,
                processing_gap(history, t0, time.time()))  # fmt: skip
         got = task_states(run)
@@ -119,13 +124,29 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         intent = json.loads((settings.layout.job_dir(JOB) / "upgrade.json").read_text())
         assert intent["phase"] == "rolled-back", intent
 
+        # the default (auto): a worker has a free core, so v2.1 starts as a warm standby
+        t0 = time.time()
+        run, secs = run_dag("savepoint_and_upgrade", {
+            "job": JOB, "spec": str(fleet.spec_file("fleet-pings-v2.yaml", version="2.1")),
+        })  # fmt: skip
+        figure("savepoint_and_upgrade v2 -> v2.1 (warm standby)", run, secs,
+               processing_gap(history, t0, time.time()))  # fmt: skip
+        got = task_states(run)
+        assert run.state == "success", got
+        assert got["start_standby"] == "success" and got["abort_standby"] == "skipped", got
+        view = registry.view(JOB)
+        assert view.healthy and view.version == "2.1", view
+        standbys = [s for s in read_submissions(settings.layout.submissions_file(JOB))
+                    if s.get("event") == "submitted" and s.get("standby")]  # fmt: skip
+        assert standbys and standbys[-1]["driver_id"] == view.driver_id, standbys
+
         for mode in ("savepoint", "last-checkpoint"):
             t0 = time.time()
             run, secs = run_dag("restart_job", {"job": JOB, "mode": mode})
             figure(f"restart_job ({mode})", run, secs, processing_gap(history, t0, time.time()))
             assert run.state == "success", task_states(run)
             view = registry.view(JOB)
-            assert view.healthy and view.version == "2", view
+            assert view.healthy and view.version == "2.1", view
 
         end_the_data(fleet)
         fleet.finish_and_check(avg_speed_from=positions)

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from streamops.settings import Settings
 from streamops.spec import load_spec
+from streamops.standby import STANDBY_MODES
 
 console = Console()
 
@@ -41,11 +42,13 @@ def register(sub: Any) -> None:
             p.add_argument("--savepoint", help="savepoint name (default: generated)")
             p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
             p.add_argument(
-                "--warm",
-                action="store_true",
-                help="start the new version as a warm standby before stopping the old one "
-                "(shorter gap; needs a free core for its driver)",
-            )
+                "--standby", choices=STANDBY_MODES, default="auto",
+                help="warm: start the new version's driver as a warm standby before stopping "
+                "the old one (a gap of seconds; needs a free core for it); cold: after; auto "
+                "(default): warm if a worker has a free core",
+            )  # fmt: skip
+            p.add_argument("--warm", action="store_const", dest="standby", const="warm",
+                           help="same as --standby warm")  # fmt: skip
         p.set_defaults(handler=fn)
 
 
@@ -81,11 +84,15 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.jobs import JobRegistry
+    from streamops.standby import wants_standby
     from streamops.upgrade import upgrade
 
-    outcome = upgrade(settings, args.job, load_spec(args.spec),
-                      allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,
-                      health_timeout=args.timeout, warm=args.warm)  # fmt: skip
+    spec = load_spec(args.spec)
+    warm = wants_standby(JobRegistry(settings), spec, args.standby)
+    outcome = upgrade(settings, args.job, spec, allow_state_drop=args.allow_state_drop,
+                      savepoint=args.savepoint, health_timeout=args.timeout,
+                      warm=warm)  # fmt: skip
     console.print(
         f"job [bold]{outcome.job}[/] upgraded v{outcome.from_version} → v{outcome.to_version} "
         f"from savepoint {outcome.savepoint} (savepoint {outcome.savepoint_s}s, "

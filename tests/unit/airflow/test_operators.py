@@ -83,10 +83,12 @@ def test_a_failed_savepoint_request_is_sent_again(tmp_path: Path) -> None:
 
 
 class _LiveJobHook:
-    """The edge of the sensor: a cluster whose job ``job-a`` is still live."""
+    """The edge of the sensor: a cluster whose job ``job-a`` is still live (``live_drivers``
+    run under its name: the old driver, or a warm standby of the next version)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, live_drivers: tuple[str, ...] = ("driver-old",)) -> None:
         self.settings = settings
+        self.registry = type("Registry", (), {"driver_live": lambda _, d: d in live_drivers})()
 
     def job(self, name: str) -> object:
         return type("View", (), {"is_live": True})()
@@ -116,6 +118,32 @@ def test_savepoint_sensor_waits_for_the_stop_unless_the_driver_hands_over(
         assert done is False
 
 
+def test_savepoint_sensor_of_an_upgrade_waits_for_the_old_driver_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm standby is live under the job's name: the stop to wait for is the old driver's."""
+    from streamops import control
+    from streamops_airflow import sensors
+
+    settings = Settings.from_env({}, state_root=str(tmp_path))
+    live = ["driver-old", "driver-standby"]
+    monkeypatch.setattr(sensors, "SparkStandaloneHook",
+                        lambda *_: _LiveJobHook(settings, tuple(live)))  # fmt: skip
+    request = control.send_request(settings.layout, "job-a", "savepoint", name="sp-1",
+                                   cancel=True, handover=False)  # fmt: skip
+    sensor = sensors.SavepointResultSensor(task_id="wait_result", job="job-a",
+                                           request_id=request.id, cancel=True,
+                                           driver="driver-old")  # fmt: skip
+    control.write_result(settings.layout, "job-a", request, ok=True, message="stopped",
+                         detail={"savepoint": "sp-1", "handover": False})  # fmt: skip
+    assert sensor.poke({}) is False  # the old driver still shuts down
+    live.remove("driver-old")
+    monkeypatch.setattr(sensors, "SparkStandaloneHook",
+                        lambda *_: _LiveJobHook(settings, tuple(live)))  # fmt: skip
+    done = sensor.poke({})
+    assert done.is_done and done.xcom_value["savepoint"] == "sp-1"  # the standby runs on
+
+
 def test_a_handover_is_asked_only_with_cancel_and_a_spec() -> None:
     from streamops_airflow.operators import RequestSavepointOperator
 
@@ -125,3 +153,27 @@ def test_a_handover_is_asked_only_with_cancel_and_a_spec() -> None:
     assert stop._handover(hook) is False  # type: ignore[arg-type]
     plain = RequestSavepointOperator(task_id="r", job="j", savepoint="s")
     assert plain._handover(hook) is False  # type: ignore[arg-type]
+
+
+def test_a_warm_upgrade_hands_over_when_the_standby_holds_its_executors() -> None:
+    from types import SimpleNamespace
+
+    from streamops.cluster.client import WorkerInfo
+    from streamops.settings import PROJECT_ROOT
+    from streamops.standby import Standby
+    from streamops_airflow.operators import RequestSavepointOperator
+
+    full = [WorkerInfo.from_json({"id": f"w{i}", "state": "ALIVE", "cores": 2, "coresused": 2})
+            for i in range(2)]  # fmt: skip
+    # the master's worker list, at the edge of this unit test
+    hook = SimpleNamespace(registry=SimpleNamespace(client=SimpleNamespace(workers=lambda: full)))
+    v2 = str(PROJECT_ROOT / "config" / "jobs" / "fleet-pings-v2.yaml")
+    cold = RequestSavepointOperator(task_id="r", job="j", savepoint="s",
+                                    handover_spec=v2)  # fmt: skip
+    assert cold._handover(hook) is False  # type: ignore[arg-type]  # no room for v2
+    for executors, expected in ((2, True), (0, False)):
+        standby = Standby("fleet-pings", "2", "tok", "driver-2", {"executors": executors})
+        warm = RequestSavepointOperator(task_id="r", job="j", savepoint="s",
+                                        handover_spec=v2,
+                                        handover_standby=standby.to_dict())  # fmt: skip
+        assert warm._handover(hook) is expected  # type: ignore[arg-type]

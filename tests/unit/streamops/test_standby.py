@@ -1,15 +1,23 @@
-"""How many executors a warm standby can get beside the running version, and whether an
-upgrade's old driver may idle (hand over) beside the new version."""
+"""How many executors a warm standby can get beside the running version, whether its driver
+fits now (the upgrade DAG's ``auto``), and whether an upgrade's old driver may idle (hand over)
+beside the new version."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
 
 from streamops.cluster.client import WorkerInfo
 from streamops.spec import spec_from_dict
-from streamops.standby import Standby, handover_fits, standby_executors
+from streamops.standby import (
+    Standby,
+    handover_fits,
+    standby_executors,
+    standby_fits,
+    wants_standby,
+)
 
 
 def worker(cores: int, used: int, state: str = "ALIVE") -> WorkerInfo:
@@ -77,3 +85,57 @@ def test_a_warm_handover_needs_room_for_the_executors_the_standby_lacks(
     registry = FakeRegistry(FakeClient([worker(2, 2), worker(2, 2)]))  # full cluster
     standby = Standby("fleet", "2", "tok", "driver-2", {"executors": executors})
     assert handover_fits(registry, SPEC, standby) is fits  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("workers", "fits"),
+    [
+        ([worker(2, 2), worker(2, 1)], True),  # the test cluster: v1 holds 3 of 4 cores
+        ([worker(2, 2), worker(2, 2)], False),  # full: the standby would wait for v1's cores
+        ([worker(2, 1), worker(2, 2, state="DEAD")], True),
+        ([worker(2, 2), worker(4, 0, state="DEAD")], False),  # a dead worker offers nothing
+    ],
+)
+def test_a_standby_driver_needs_a_free_core_on_one_worker(
+    workers: list[WorkerInfo], fits: bool
+) -> None:
+    registry = FakeRegistry(FakeClient(workers))
+    assert standby_fits(registry, SPEC) is fits  # type: ignore[arg-type]
+
+
+def test_a_standby_crosses_task_boundaries_as_compact_json() -> None:
+    ready = {"executors": 1, "app_id": "app-1", "warm_up_s": 4.2, "stages": {"vehicles": {}}}
+    standby = Standby("fleet", "2", "tok", "driver-2", ready)
+    back = Standby.from_dict(json.loads(json.dumps(standby.to_dict())))
+    assert back.driver_id == "driver-2" and back.token == "tok" and back.job == "fleet"
+    assert back.ready == {"executors": 1, "app_id": "app-1", "warm_up_s": 4.2}  # no stages
+
+
+@pytest.mark.parametrize(
+    ("mode", "workers", "warm"),
+    [
+        ("auto", [worker(2, 2), worker(2, 1)], True),
+        ("auto", [worker(2, 2), worker(2, 2)], False),
+        ("warm", [worker(2, 2), worker(2, 2)], True),  # asked for: it waits for a core
+        ("cold", [worker(4, 0), worker(4, 0)], False),
+    ],
+)
+def test_an_upgrade_starts_a_standby_by_its_mode(
+    mode: str, workers: list[WorkerInfo], warm: bool
+) -> None:
+    registry = FakeRegistry(FakeClient(workers))
+    assert wants_standby(registry, SPEC, mode) is warm  # type: ignore[arg-type]
+
+
+def test_the_upgrade_verb_takes_a_standby_mode_and_warm_as_its_shorthand() -> None:
+    import argparse
+
+    from streamops.cli import upgrade_cmds
+
+    parser = argparse.ArgumentParser(prog="streamops")
+    upgrade_cmds.register(parser.add_subparsers(dest="command", required=True))
+    assert parser.parse_args(["upgrade", "job", "v2.yaml"]).standby == "auto"
+    assert parser.parse_args(["upgrade", "job", "v2.yaml", "--warm"]).standby == "warm"
+    assert parser.parse_args(["upgrade", "job", "v2.yaml", "--standby", "cold"]).standby == "cold"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["upgrade", "job", "v2.yaml", "--standby", "hot"])
