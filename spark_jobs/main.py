@@ -89,8 +89,12 @@ def run(
             start_positions_file=layout.standby_go_file(spec.name, args.standby),
             gate_file=layout.standby_gate_file(spec.name, args.standby),
         )  # fmt: skip
-        module.build(ctx)
-        standby.warm_up(ctx, args.standby, args.standby_executors, build=module.build)
+        try:
+            module.build(ctx)
+            standby.warm_up(ctx, args.standby, args.standby_executors, build=module.build)
+        except BaseException as exc:
+            standby.report_failure(layout, spec.name, args.standby, exc)
+            raise
         ctx.restored_from(standby.wait_for_go(layout, spec.name, args.standby))
     else:
         ctx = JobContext(

@@ -83,13 +83,19 @@ class StateLayout:
         return self.job_dir(job) / f"{check_name('procedure', procedure)}.json"
 
     def standby_dir(self, job: str) -> Path:
-        """Warm-standby handshake: ``<token>.ready.json`` (driver), ``<token>.go.json`` (ops),
-        ``<token>.open`` (driver)."""
+        """Warm-standby handshake: ``<token>.ready.json`` or ``<token>.failed.json`` (driver),
+        ``<token>.go.json`` (ops), ``<token>.open`` (driver)."""
         return self.job_dir(job) / "standby"
 
     def standby_ready_file(self, job: str, token: str) -> Path:
         """Written by a warm standby once it is ready (stages, executors, warm-up time)."""
         return self.standby_dir(job) / f"{token}.ready.json"
+
+    def standby_failed_file(self, job: str, token: str) -> Path:
+        """Written by a warm standby that failed before it was ready: the error (the ops side
+        stops waiting at once; a supervised driver would otherwise be relaunched until the
+        ops side's timeout)."""
+        return self.standby_dir(job) / f"{token}.failed.json"
 
     def standby_go_file(self, job: str, token: str) -> Path:
         """Written by the ops side to release a standby: savepoint name and start positions."""

@@ -82,6 +82,13 @@ def start_standby(
                 spec.version, driver, ready.get("warm_up_s"), ready.get("armed_s"),
             )  # fmt: skip
             return Standby(spec.name, spec.version, token, driver, ready)
+        failed = read_json(settings.layout.standby_failed_file(spec.name, token))
+        if failed:  # kill it: supervised, it would be relaunched and fail again
+            abort_standby(settings, Standby(spec.name, spec.version, token, driver, {}))
+            raise JobError(
+                f"standby v{spec.version} of {spec.name} failed before it was ready: "
+                f"{failed.get('error')}"
+            )
         state = registry.client.submission_status(driver).driver_state
         if state in ("FAILED", "ERROR", "KILLED", "FINISHED"):
             view = registry.view(spec.name)

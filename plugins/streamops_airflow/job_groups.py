@@ -20,13 +20,15 @@ import logging
 from typing import Any
 
 from airflow.sdk import TaskGroup, XComArg, get_current_context, task
+from airflow.sdk.exceptions import AirflowSkipException
 
 from streamops import standby as standbys
-from streamops.exceptions import StreamopsError
+from streamops.exceptions import SavepointNotFound, StreamopsError
 from streamops.intents import record_intent
 from streamops.jobs import JobRegistry
 from streamops.restart import already_started, restart_from_savepoint
 from streamops.restore import start_from_savepoint, wait_driver_ended
+from streamops.savepoints import get_savepoint
 from streamops.spec import load_spec, spec_from_dict
 from streamops.standby import Standby
 from streamops.upgrade import rollback as rollback_job
@@ -74,8 +76,9 @@ def abort_standby(standby_task_id: str) -> None:
     """The savepoint failed: kill the standby started for it, if any (the old version runs on,
     or is restarted by hand from its last checkpoint)."""
     ready = get_current_context()["ti"].xcom_pull(task_ids=standby_task_id)
-    if ready:
-        standbys.abort_standby(SparkStandaloneHook().settings, Standby.from_dict(ready))
+    if not ready:
+        raise AirflowSkipException("no standby to abort (a cold upgrade, or none came up)")
+    standbys.abort_standby(SparkStandaloneHook().settings, Standby.from_dict(ready))
 
 
 def savepoint_with_cancel(
@@ -160,9 +163,22 @@ def rollback(
     ctx: dict[str, Any], start_task_id: str, procedure: str, standby_task_id: str | None = None
 ) -> None:
     """The started version is not healthy: restart the old version from the same savepoint
-    (upgrade) and fail the run with the reason."""
+    (upgrade) and fail the run with the reason. Skipped when the run failed before it
+    stopped anything (no plan, no standby, no savepoint): the old version runs on."""
+    if not ctx:  # the plan failed: its output is missing
+        raise AirflowSkipException("nothing to roll back: the run failed before its plan")
     settings = SparkStandaloneHook().settings
     job, savepoint = ctx["job"], ctx["savepoint"]
+    if ctx.get("rollback_spec"):
+        # an upgrade: the old driver stops only once the savepoint is verified, so without it
+        # nothing was stopped (a standby that did not come up, a failed savepoint)
+        try:
+            get_savepoint(settings.layout, savepoint, job=job)
+        except SavepointNotFound:
+            raise AirflowSkipException(
+                f"nothing to roll back: savepoint {savepoint} was not taken, so this run did "
+                f"not stop v{ctx.get('from_version')} of {job}"
+            ) from None
     ti = get_current_context()["ti"]
     driver = ti.xcom_pull(task_ids=start_task_id)
     ready = ti.xcom_pull(task_ids=standby_task_id) if standby_task_id else None

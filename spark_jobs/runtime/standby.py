@@ -163,6 +163,15 @@ def prepare_reads(ctx: JobContext) -> int:
     return done
 
 
+def report_failure(layout: StateLayout, job: str, token: str, exc: BaseException) -> None:
+    """Tell the ops side this standby failed before it was ready, and why."""
+    from spark_jobs.runtime.context import short_error
+
+    log.error("standby %s of %s failed before it was ready: %s", token, job, short_error(exc))
+    doc = {"token": token, "error": short_error(exc)[:2000], "at": time.time()}
+    write_json_atomic(layout.standby_failed_file(job, token), doc)
+
+
 def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.05) -> str:
     """Block until the ops side releases this standby with a savepoint to start from."""
     path = layout.standby_go_file(job, token)

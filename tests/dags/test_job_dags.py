@@ -1,12 +1,13 @@
 """The job DAGs run end to end with ``dag.test()`` against the session's real cluster.
 
 One fleet-pings job with both simulators goes through: deploy → a duplicate deploy refused
-→ an incompatible v2 stopped at plan (job untouched) → upgrade v1 → v2 (cold) → a crashing v3
-rolled back to v2 (cold) → upgrade v2 → v2.1 (``standby`` auto: warm, as the session's
-cluster has a free core for the standby's driver) → restart (savepoint) → restart
-(last-checkpoint); then the oracle: every sink equals its recomputation, nothing lost or
-duplicated. Bad params fail the first task
-naming the param. Wall times and processing gaps are printed (figures, not asserts).
+→ an incompatible v2 stopped at plan (job untouched, nothing rolled back) → upgrade v1 → v2
+(cold) → a crashing v3 rolled back to v2 → the same v3 as a warm standby fails before it is
+ready (v2 untouched) → upgrade v2 → v2.1 (``standby`` auto: warm, as the session's cluster
+has a free core for the standby's driver) → restart (savepoint) → restart (last-checkpoint);
+then the oracle: every sink equals its recomputation, nothing lost or duplicated. Bad params
+fail the first task naming the param.
+Wall times and processing gaps are printed (figures, not asserts).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         got = task_states(run)
         assert run.state == "failed" and got["plan"] == "failed", got
         assert got["savepoint_with_cancel.request"] != "success", got
+        assert got["verify.rollback"] == "skipped", got  # nothing was stopped
         view = registry.view(JOB)
         assert view.is_live and view.version == "1"
 
@@ -123,6 +125,18 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         assert view.healthy and view.version == "2", view
         intent = json.loads((settings.layout.job_dir(JOB) / "upgrade.json").read_text())
         assert intent["phase"] == "rolled-back", intent
+
+        # as a warm standby, the crashing v3 fails before it is ready: v2 is not touched
+        before = registry.view(JOB).driver_id
+        run, secs = run_dag("savepoint_and_upgrade",
+                            {"job": JOB, "spec": str(crash), "standby": "warm"})  # fmt: skip
+        figure("savepoint_and_upgrade v2 -> crashing v3 (warm standby failed)", run, secs)
+        got = task_states(run)
+        assert run.state == "failed" and got["start_standby"] == "failed", got
+        assert got["savepoint_with_cancel.request"] == "upstream_failed", got
+        assert got["verify.rollback"] == "skipped" and got["abort_standby"] == "skipped", got
+        view = registry.view(JOB)
+        assert view.healthy and view.version == "2" and view.driver_id == before, view
 
         # the default (auto): a worker has a free core, so v2.1 starts as a warm standby
         t0 = time.time()
