@@ -29,7 +29,8 @@ from streamops.spec import JobSpec
 log = logging.getLogger("streamops.standby")
 
 
-READY_SUMMARY = ("app_id", "executors", "warm_up_s", "armed_s")
+STANDBY_MODES = ("auto", "warm", "cold")  # an upgrade's choice: auto = warm if it fits
+READY_SUMMARY = ("app_id", "executors", "warm_up_s", "armed_s")  # what Standby.to_dict keeps
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,6 @@ def standby_executors(registry: JobRegistry, spec: JobSpec) -> int:
                     "(the upgrade gap then includes their start-up)", spec.name, free,
                     res.driver_cores, count, wanted)  # fmt: skip
     return count
-
-
-STANDBY_MODES = ("auto", "warm", "cold")  # an upgrade's choice: auto = warm if it fits
 
 
 def wants_standby(registry: JobRegistry, spec: JobSpec, mode: str) -> bool:

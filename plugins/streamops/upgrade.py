@@ -108,6 +108,26 @@ def _record(settings: Settings, job: str, phase: str, **fields: Any) -> None:
     record_intent(settings, job, "upgrade", phase, **fields)
 
 
+def start_warm_standby(
+    settings: Settings, new_spec: JobSpec, new_stages: Iterable[str], base: dict[str, Any],
+    *, timeout: float,
+) -> Standby:  # fmt: skip
+    """Upgrade step: start ``new_spec`` as a warm standby beside the running version and wait
+    until it is ready (``new_stages``: stages the running version lacks; ``base``: the intent
+    fields, ``from_version`` included). A standby that does not come up raises
+    :class:`UpgradeFailed`; the running version was not touched."""
+    job = new_spec.name
+    _record(settings, job, "start-standby", **base)
+    try:
+        return start_standby(new_spec, settings, timeout=timeout, new_stages=new_stages)
+    except StreamopsError as exc:
+        _record(settings, job, "standby-failed", reason=str(exc)[:2000], **base)
+        raise UpgradeFailed(
+            f"standby v{new_spec.version} of {job} did not come up ({exc}); "
+            f"v{base['from_version']} was not stopped"
+        ) from exc
+
+
 def upgrade(
     settings: Settings, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
     savepoint: str | None = None, health_timeout: float = 300.0,
@@ -128,16 +148,8 @@ def upgrade(
     new_stages = [s.stage for s in plan.stages if s.action.value != "DROPPED"]
     ready: Standby | None = None
     if warm:
-        _record(settings, job, "start-standby", **base)
-        try:
-            fresh = [s.stage for s in plan.stages if s.action is StageAction.NEW]
-            ready = start_standby(new_spec, settings, timeout=health_timeout, new_stages=fresh)
-        except StreamopsError as exc:
-            _record(settings, job, "standby-failed", reason=str(exc)[:2000], **base)
-            raise UpgradeFailed(
-                f"standby v{new_spec.version} of {job} did not come up ({exc}); "
-                f"v{old_spec.version} was not stopped"
-            ) from exc
+        fresh = [s.stage for s in plan.stages if s.action is StageAction.NEW]
+        ready = start_warm_standby(settings, new_spec, fresh, base, timeout=health_timeout)
     _record(settings, job, "savepoint-with-cancel", **base)
     registry = JobRegistry(settings)
     old_driver = registry.view(job).driver_id

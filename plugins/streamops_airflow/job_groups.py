@@ -23,7 +23,7 @@ from airflow.sdk import TaskGroup, XComArg, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from streamops import standby as standbys
-from streamops.exceptions import SavepointNotFound, StreamopsError
+from streamops.exceptions import SavepointNotFound
 from streamops.intents import record_intent
 from streamops.jobs import JobRegistry
 from streamops.restart import already_started, restart_from_savepoint
@@ -31,6 +31,7 @@ from streamops.restore import start_from_savepoint, wait_driver_ended
 from streamops.savepoints import get_savepoint
 from streamops.spec import load_spec, spec_from_dict
 from streamops.standby import Standby
+from streamops.upgrade import UpgradeFailed, start_warm_standby
 from streamops.upgrade import rollback as rollback_job
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
@@ -41,6 +42,12 @@ log = logging.getLogger("streamops.airflow")
 
 HEALTH_TIMEOUT = 300.0
 SAVEPOINT_TIMEOUT = 240.0
+
+
+def _upgrade_fields(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The fields every intent record of an upgrade step carries."""
+    return {"savepoint": ctx["savepoint"], "from_version": ctx["from_version"],
+            "to_version": ctx["to_version"]}  # fmt: skip
 
 
 @task(retries=0)  # a retry would submit a second standby; nothing is stopped yet: re-run
@@ -56,18 +63,11 @@ def start_standby(ctx: dict[str, Any]) -> dict[str, Any]:
         log.info("upgrade of %s: cold: v%s starts once v%s has stopped", job, spec.version,
                  ctx["from_version"])  # fmt: skip
         return {}
-    base = {"savepoint": ctx["savepoint"], "from_version": ctx["from_version"],
-            "to_version": ctx["to_version"]}  # fmt: skip
-    record_intent(settings, job, "upgrade", "start-standby", **base)
     try:
-        ready = standbys.start_standby(spec, settings, timeout=HEALTH_TIMEOUT,
-                                       new_stages=ctx.get("new_stages", []))  # fmt: skip
-    except StreamopsError as exc:
-        record_intent(settings, job, "upgrade", "standby-failed", reason=str(exc)[:2000], **base)
-        raise ProcedureFailed(
-            f"standby v{spec.version} of {job} did not come up ({exc}); "
-            f"v{ctx['from_version']} was not stopped"
-        ) from exc
+        ready = start_warm_standby(settings, spec, ctx.get("new_stages", []),
+                                   _upgrade_fields(ctx), timeout=HEALTH_TIMEOUT)  # fmt: skip
+    except UpgradeFailed as exc:
+        raise ProcedureFailed(str(exc)) from exc
     return ready.to_dict()
 
 
@@ -110,8 +110,7 @@ def start_new_version(ctx: dict[str, Any], standby: dict[str, Any] | None = None
     idling after its handover: it is allowed."""
     settings = SparkStandaloneHook().settings
     job, savepoint = ctx["job"], ctx["savepoint"]
-    base = {"savepoint": savepoint, "from_version": ctx["from_version"],
-            "to_version": ctx["to_version"]}  # fmt: skip
+    base = _upgrade_fields(ctx)
     owner = run_owner(get_current_context())
     if standby:
         ready = Standby.from_dict(standby)
