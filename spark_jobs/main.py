@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from spark_jobs import forkserver
 from spark_jobs.runtime import standby
 from spark_jobs.runtime.context import JobContext, short_error
+from spark_jobs.sources.source_state import source_reset_message
 from streamops import lease
 from streamops.layout import StateLayout
 from streamops.spec import JobSpec, decode_spec
@@ -114,6 +115,12 @@ def run(
         log.error("%s", exc)
         return 0  # exit cleanly: a duplicate must not be relaunched by --supervise
     except BaseException as exc:
+        reset = source_reset_message(str(exc))
+        if reset:  # relaunching cannot bring the records back: stay FAILED, say why
+            ctx.board.set_state("FAILED", error=reset, stopped_at=time.time())
+            log.error("job %s: %s; the job is FAILED and not relaunched", spec.name, reset)
+            ctx.release_lease()
+            return 0
         if ctx.board.snapshot().get("state") != "FAILED":
             ctx.board.set_state("FAILED", error=short_error(exc), stopped_at=time.time())
         raise

@@ -8,8 +8,9 @@ for 312 s (limit 120 s)``):
 - ``jobs``     — every declared job runs (declared = its last submission was not followed by
   a cancel or a deliberate stop); a FAILED status with its error;
 - ``progress`` — per stage: age of the last committed batch, processed vs input rate;
-- ``sources``  — backlog: fleetsim-beta's ``/head`` vs the committed sequence, alpha's newest
-  file vs the committed file;
+- ``sources``  — per source (:mod:`streamops.health_sources`): a reset, replaced or truncated
+  upstream (fail, naming both positions), a degraded source (warn, then fail), losses and
+  late files the sources counted, and the backlog;
 - ``sinks``    — the newest ``updated_at`` written to the job's store.
 
 Results, reports, thresholds and the history (``<state>/health/history.jsonl``) are in
@@ -18,16 +19,12 @@ Results, reports, thresholds and the history (``<state>/health/history.jsonl``) 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import requests
 
 from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient, WorkerInfo
@@ -42,6 +39,7 @@ from streamops.health_report import (
     read_history,
     record,
 )
+from streamops.health_sources import check_sources, committed_positions, spec_args
 from streamops.jobs import JobRegistry, JobView, read_submissions
 from streamops.layout import StateLayout, read_json
 from streamops.settings import Settings
@@ -59,6 +57,8 @@ __all__ = [
     "Thresholds",
     "declared_jobs",
     "observe",
+    "check_sources",
+    "committed_positions",
     "read_history",
     "record",
     "run_checks",
@@ -279,105 +279,6 @@ def _check_rates(t: Thresholds, job: str, stage: str, info: dict[str, Any]) -> C
     )
 
 
-def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:
-    """Per source id, the committed end offset of the stage that is furthest behind."""
-    out: dict[str, dict[str, Any]] = {}
-    for info in view.stages.values():
-        for src in info.get("sources") or []:
-            end = src.get("end_offset")
-            if isinstance(end, str):
-                try:
-                    end = json.loads(end)
-                except json.JSONDecodeError:
-                    continue
-            if not isinstance(end, dict) or not end.get("source"):
-                continue
-            key, before = str(end["source"]), out.get(str(end["source"]))
-            if before is None or _position(end) < _position(before):
-                out[key] = end
-    return out
-
-
-def _position(offset: dict[str, Any]) -> tuple[int, str]:
-    return (int(offset.get("sequence") or 0), str(offset.get("file") or ""))
-
-
-def check_sources(obs: Observation) -> list[CheckResult]:
-    """Backlog per source of each running job. A source is located by its offset's source id
-    (``beta:<url>``, ``alpha:<dir>``) or else by the job's args ``beta_url`` / ``alpha_dir``."""
-    out = []
-    for view in obs.live_views:
-        args = _spec_args(obs, view.name) or {}
-        for source, offset in sorted(committed_positions(view).items()):
-            kind, _, where = source.partition(":")
-            if "sequence" in offset:
-                url = where if kind == "beta" else str(args.get("beta_url") or "")
-                out.append(_beta_backlog(obs, view.name, source, url, offset))
-            elif "file" in offset:
-                path = where if kind == "alpha" else str(args.get("alpha_dir") or "")
-                out.append(_alpha_backlog(obs, view.name, source, path, offset))
-    return out or [CheckResult("sources", "sources", Level.OK, "no running job source to check")]
-
-
-def _spec_args(obs: Observation, job: str) -> dict[str, Any] | None:
-    """The resolved args of the job's last submitted spec; ``None`` if none is recorded."""
-    from streamops.upgrade import current_spec
-
-    try:
-        spec = current_spec(obs.settings, job)
-    except StreamopsError:
-        return None
-    return dict(spec.resolved_args(state_root=str(obs.settings.state_root)))
-
-
-def _backlog_result(
-    job: str, source: str, count: int, unit: str, warn: int, fail: int
-) -> CheckResult:
-    name, text = f"{job}/{source}", f"job {job}: {source} backlog {count} {unit}"
-    if count > fail:
-        return CheckResult("sources", name, Level.FAIL, f"{text} (limit {fail})")
-    if count > warn:
-        return CheckResult("sources", name, Level.WARN, f"{text} (warn above {warn})")
-    return CheckResult("sources", name, Level.OK, text)
-
-
-def _beta_backlog(
-    obs: Observation, job: str, source: str, url: str, offset: dict[str, Any]
-) -> CheckResult:
-    if not url:
-        return CheckResult(
-            "sources",
-            f"{job}/{source}",
-            Level.WARN,
-            f"job {job}: cannot locate source {source} (no beta_url arg)",
-        )
-    head_url = url.rsplit("/", 1)[0] + "/head"
-    try:
-        response = requests.get(head_url, timeout=obs.http_timeout)
-        response.raise_for_status()
-        last = int(response.json().get("last") or 0)
-    except (requests.RequestException, ValueError) as exc:
-        message = f"job {job}: source {source} at {head_url} does not answer: {type(exc).__name__}"
-        return CheckResult("sources", f"{job}/{source}", Level.FAIL, message)
-    t = obs.thresholds
-    behind = max(0, last - int(offset.get("sequence") or 0))
-    return _backlog_result(
-        job, source, behind, "records", t.backlog_warn_records, t.backlog_fail_records
-    )
-
-
-def _alpha_backlog(
-    obs: Observation, job: str, source: str, path: str, offset: dict[str, Any]
-) -> CheckResult:
-    directory, committed = Path(path), str(offset.get("file") or "")
-    if not path or not directory.is_dir():
-        message = f"job {job}: directory {path or '?'} of source {source} does not exist"
-        return CheckResult("sources", f"{job}/{source}", Level.FAIL, message)
-    unread = sum(1 for p in directory.glob("*.csv") if p.name > committed)
-    t = obs.thresholds
-    return _backlog_result(job, source, unread, "files", t.backlog_warn_files, t.backlog_fail_files)
-
-
 def check_sinks(obs: Observation) -> list[CheckResult]:
     out = [_check_sink(obs, view) for view in obs.live_views]
     return out or [CheckResult("sinks", "sinks", Level.OK, "no running job sink to check")]
@@ -385,7 +286,7 @@ def check_sinks(obs: Observation) -> list[CheckResult]:
 
 def _check_sink(obs: Observation, view: JobView) -> CheckResult:
     name, limit = f"{view.name}/store", obs.thresholds.max_sink_age
-    args = _spec_args(obs, view.name)
+    args = spec_args(obs.settings, view.name)
     if args is None:
         return CheckResult("sinks", name, Level.WARN, f"job {view.name}: no recorded spec")
     url = args.get("store_url")

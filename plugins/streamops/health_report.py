@@ -51,6 +51,12 @@ class Thresholds(BaseModel):
     backlog_fail_records: int = Field(default=50_000, ge=0)
     backlog_warn_files: int = Field(default=50, ge=0)
     backlog_fail_files: int = Field(default=500, ge=0)
+    max_source_degraded: float = Field(
+        default=120.0, gt=0, description="seconds a source may be degraded before it fails"
+    )
+    recent_loss_window: float = Field(
+        default=3600.0, gt=0, description="seconds a counted loss or late file stays a warning"
+    )
     max_sink_age: float = Field(
         default=300.0, gt=0, description="seconds a store may go unwritten while data flows"
     )

@@ -106,6 +106,10 @@ class StateLayout:
         blocked until then, start reading."""
         return self.standby_dir(job) / f"{token}.open"
 
+    def sources_state_dir(self, job: str) -> Path:
+        """Where the job's source readers write their state (``ok``/``degraded``, losses)."""
+        return self.job_dir(job) / "sources"
+
     def lease_file(self, job: str) -> Path:
         return self.job_dir(job) / "lease.json"
 

@@ -8,7 +8,7 @@ import json
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -74,6 +74,12 @@ class JobSpec(BaseModel):
     resources: Resources = Field(default_factory=Resources)
     classpath_jars: list[str] = Field(default_factory=list)
     conf: dict[str, str] = Field(default_factory=dict, description="extra Spark properties")
+    on_source_reset: Literal["fail", "restart_from_earliest"] = Field(
+        default="fail",
+        description="what a stage does when a source was reset, replaced or lost records it "
+        "had not read: fail naming the positions (default), or read the source from its "
+        "earliest record and count the loss in the job's status",
+    )
 
     @field_validator("name")
     @classmethod

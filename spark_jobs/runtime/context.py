@@ -121,9 +121,17 @@ class JobContext:
         query starts instead (a warm standby builds its stages before the savepoint exists).
         ``rehearsal`` marks the stages of a warm standby's rehearsal (they read only the
         newest data, :mod:`spark_jobs.sources.positions`); ``gate_file`` holds the sources of
-        armed queries back until :meth:`run` opens the gate (:meth:`arm`).
+        armed queries back until :meth:`run` opens the gate (:meth:`arm`). ``state_dir`` is
+        where the sources report their upstream's state, ``on_source_reset`` the spec's choice
+        when an upstream was reset (:mod:`spark_jobs.sources.source_state`).
         """
-        opts = {"source_id": source_id, "pause_file": str(self.layout.pause_file(self.job))}
+        opts = {
+            "source_id": source_id,
+            "pause_file": str(self.layout.pause_file(self.job)),
+            "on_source_reset": self.spec.on_source_reset,
+        }
+        if not self.rehearsal:
+            opts["state_dir"] = str(self.layout.sources_state_dir(self.job))
         if source_id in self.start_positions:
             opts["start_offset"] = json.dumps(self.start_positions[source_id])
         if self.start_positions_file is not None:
@@ -384,6 +392,10 @@ class JobContext:
         if self.lease is not None and time.monotonic() - self._last_heartbeat >= 2.0:
             self.lease = lease.heartbeat(self.layout, self.lease)
             self._last_heartbeat = time.monotonic()
+            try:
+                self.board.refresh_sources()
+            except OSError:  # a status detail: never a reason to stop the job
+                log.warning("job %s: cannot read its sources' state", self.job, exc_info=True)
 
     def release_lease(self) -> None:
         if self.lease is not None:

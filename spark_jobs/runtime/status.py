@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from spark_jobs.sources.source_state import merge_states
 from streamops.layout import StateLayout, append_jsonl, write_json_atomic
 
 log = logging.getLogger("spark_jobs.status")
@@ -109,6 +110,17 @@ class StatusBoard:
                     **entry,
                 },  # fmt: skip
             )
+
+    def refresh_sources(self) -> None:
+        """Merge the state the job's source readers report (``sources_state``: per source
+        ``ok``/``degraded`` since when and why, and the losses accepted); written when it
+        changed. Called by the driver's supervision loop, so a degraded source shows even
+        while no batch commits."""
+        merged = merge_states(self.layout.sources_state_dir(self.job))
+        with self._lock:
+            if merged != self._doc.get("sources_state", {}):
+                self._doc["sources_state"] = merged
+                self._flush()
 
     def seal(self) -> None:
         """Write the status file no more: this driver has stopped and given up the job's

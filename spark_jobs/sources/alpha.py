@@ -5,15 +5,22 @@ order. The offset ``{"file": NAME}`` is the last file read (``""`` = none yet), 
 position is a file name that can be recorded in a savepoint and set again with the
 ``start_after`` option, which Spark's own file source cannot do.
 
-Contract with the writer: a file whose name sorts at or below the current offset when it
-appears is never read; fleetsim-alpha only ever adds names above the last one.
+Contract with the writer: files appear in name order (fleetsim-alpha only ever adds names
+above the last one). A file that breaks it, appearing with a name at or below the committed
+file, would be skipped by name order: it is not read, and it is never skipped silently
+either. The source records it as a late file in its state (``late_files``, with the
+committed file at the time), which the job's status and the health checks show; to read
+it, drop it again under a name above the newest file. A committed file that changes or
+disappears afterwards is recorded the same way (``changed_files``): what was read from it
+may no longer match what it holds.
 
 Options: ``path``, ``max_files_per_batch`` (default 200), ``files_per_partition``
 (default 20), ``start_after`` (file name; default ``""``, the beginning), ``start_offset``
 (JSON of an offset of this source, e.g. from a savepoint: where a new query starts) or
 ``start_offsets_file`` (see ``positions``), ``source_id`` (stored in every offset, default
 ``alpha:<path>``), ``pause_file`` (while it exists, no new files are admitted: the query
-drains to a batch boundary and idles), ``gate_file`` and ``rehearsal`` (see ``positions``).
+drains to a batch boundary and idles), ``state_dir`` (see ``source_state``), ``gate_file`` and
+``rehearsal`` (see ``positions``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from spark_jobs.sources.positions import recorded_start, rehearsal, wait_for_gate
+from spark_jobs.sources.source_state import SourceState
 
 ALPHA_SCHEMA = StructType(
     [
@@ -57,6 +65,23 @@ def list_files(directory: str, after: str, upto: str | None = None) -> list[str]
     return sorted(n for n in names if _FILE.match(n) and n > after and (upto is None or n <= upto))
 
 
+def _arrival(directory: str, name: str) -> float | None:
+    """When ``name`` arrived in ``directory`` (its inode change time: the writer's rename)."""
+    try:
+        return os.stat(os.path.join(directory, name)).st_ctime
+    except FileNotFoundError:
+        return None
+
+
+def _signature(directory: str, name: str) -> tuple[int, float] | None:
+    """``(size, mtime)`` of a file, None if it is gone."""
+    try:
+        st = os.stat(os.path.join(directory, name))
+    except FileNotFoundError:
+        return None
+    return st.st_size, st.st_mtime
+
+
 class AlphaStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         if "path" not in options:
@@ -69,6 +94,9 @@ class AlphaStreamReader(DataSourceStreamReader):
         self.pause_file = options.get("pause_file") or ""
         self.options = dict(options)
         self._initial: str | None = None
+        self.state = SourceState(self.source_id, options.get("state_dir") or None)
+        self._arrived: dict[str, float] | None = None  # files at or below the committed one
+        self._committed: tuple[str, tuple[int, float] | None] | None = None
         os.makedirs(self.path, exist_ok=True)
 
     def _offset(self, name: str) -> dict:
@@ -97,12 +125,44 @@ class AlphaStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if self.pause_file and os.path.exists(self.pause_file):
             return start
+        self._watch_behind(str(start["file"]))
         files = list_files(self.path, start["file"])
         if isinstance(limit, ReadMaxFiles):
             files = files[: limit.max_files]
         elif not isinstance(limit, ReadAllAvailable):
             files = files[: self.max_files]
         return self._offset(files[-1] if files else start["file"])
+
+    def _watch_behind(self, committed: str) -> None:
+        """Record files that appeared at or below ``committed`` (late: they arrived after it,
+        by their inode change time, or after this reader first looked) and a committed file
+        that changed or disappeared after it was read."""
+        if not committed:
+            return
+        names = list_files(self.path, "", committed)
+        if self._arrived is None:  # first look: only what arrived after the committed file
+            committed_at = _arrival(self.path, committed)
+            self._arrived = {}
+            for name in names:
+                at = _arrival(self.path, name) or 0.0
+                if committed_at is not None and name != committed and at > committed_at + 1.0:
+                    self._late(name, committed)
+                self._arrived[name] = at
+        else:
+            looked_upto = self._committed[0] if self._committed else ""
+            for name in names:
+                if name not in self._arrived:
+                    if name <= looked_upto:  # not read by this query: it came too late
+                        self._late(name, committed)
+                    self._arrived[name] = _arrival(self.path, name) or 0.0
+        mark = _signature(self.path, committed)
+        if self._committed and self._committed[0] == committed and self._committed[1] != mark:
+            change = "disappeared" if mark is None else "changed after it was read"
+            self.state.note("changed_files", file=committed, change=change)
+        self._committed = (committed, mark)
+
+    def _late(self, name: str, committed: str) -> None:
+        self.state.note("late_files", file=name, committed=committed, read=False)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if start["file"] == end["file"]:

@@ -1,27 +1,42 @@
 """fleetsim-beta as a replayable stream: offsets are the server's sequence numbers.
 
-Offset ``{"sequence": N}`` means every record with sequence <= N has been read. A batch
-``(start, end]`` is split into partitions of at most ``partition_size`` records; each
-partition re-reads exactly its range from ``GET /pings?since=&limit=``, so a failed batch
-is re-read identically. A range the server no longer holds (HTTP 410) or a hole in the
-sequence fails the query with the missing range: records are never skipped silently.
+Offset ``{"sequence": N, "stream": S}`` means every record of stream ``S`` (the identity the
+server's log was created with, from ``GET /head`` and the ``X-Stream-Id`` header) with
+sequence <= N has been read. A batch ``(start, end]`` is split into partitions of at most
+``partition_size`` records; each partition re-reads exactly its range from
+``GET /pings?since=&limit=``, so a failed batch is re-read identically.
+
+Nothing is ever skipped silently. A server that serves another stream (it was reset or
+replaced), whose head is below the committed offset, or that no longer holds the records
+after it (HTTP 410, a hole) fails the stage with :class:`SourceResetError` naming the
+positions, unless the option ``on_source_reset`` is ``restart_from_earliest``: then the next
+batch reads the server from its earliest record and the loss is recorded in the source's
+state (:mod:`spark_jobs.sources.source_state`). A server that does not answer (timeout,
+refused, HTTP 5xx) is not a loss: the source reports no new data, is ``degraded`` until it
+answers again, and asks after a capped backoff; a partition being read retries for
+``read_patience`` seconds before its task fails.
 
 Options: ``url`` (…/pings), ``max_records_per_batch`` (default 50000), ``partition_size``
 (default 10000), ``start_sequence`` (offset of a new query; default: just before the
 oldest record the server holds), ``start_offset`` (JSON of an offset of this source, e.g.
 from a savepoint: where a new query starts) or ``start_offsets_file`` (see ``positions``),
-``timeout`` (seconds, default 10), ``source_id`` (stored in every offset, default
-``beta:<url>``), ``pause_file`` (while it exists, nothing new is admitted: the query drains
-to a batch boundary and idles), ``gate_file`` and ``rehearsal`` (see ``positions``).
+``timeout`` (seconds, default 10), ``head_timeout`` (seconds, default 2: how long a trigger
+waits for the head), ``read_patience`` (seconds, default 120), ``on_source_reset``
+(``fail``, the default, or ``restart_from_earliest``), ``state_dir`` (where the source's state
+is written), ``source_id`` (stored in every offset, default ``beta:<url>``), ``pause_file``
+(while it exists, nothing new is admitted: the query drains to a batch boundary and idles),
+``gate_file`` and ``rehearsal`` (see ``positions``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import requests
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamReader,
@@ -36,6 +51,12 @@ from spark_jobs.sources.positions import (
     rehearsal,
     wait_for_gate,
 )
+from spark_jobs.sources.source_state import (
+    ON_RESET_FAIL,
+    SourceResetError,
+    SourceState,
+    on_reset_policy,
+)
 
 BETA_SCHEMA = StructType(
     [StructField("sequence", LongType(), False), StructField("raw", StringType(), False)]
@@ -43,59 +64,108 @@ BETA_SCHEMA = StructType(
 
 
 class BetaSourceError(RuntimeError):
-    """The beta server lost records we need, broke its sequence, or answered garbage."""
+    """The beta server answered garbage, or could not be reached for too long."""
+
+
+TRANSIENT = (requests.ConnectionError, requests.Timeout)
+"""Faults of the way to the server, not of its data: retried, never a loss."""
 
 
 class BetaRange(InputPartition):
-    def __init__(self, since: int, until: int) -> None:
-        super().__init__((since, until))
+    def __init__(self, since: int, until: int, stream: str | None = None) -> None:
+        super().__init__((since, until, stream))
         self.since = since
         self.until = until
+        self.stream = stream
 
 
 def _base_url(url: str) -> str:
     return url.rstrip("/").removesuffix("/pings")
 
 
+def _check_status(resp: requests.Response) -> None:
+    """Raise on an error answer: a 5xx as a transient fault (the server is struggling), any
+    other as :class:`BetaSourceError`."""
+    if resp.status_code >= 500:
+        raise requests.ConnectionError(f"HTTP {resp.status_code} from {resp.url}")
+    if resp.status_code >= 400:
+        raise BetaSourceError(f"HTTP {resp.status_code} from {resp.url}: {resp.text[:200]}")
+
+
 def fetch_head(url: str, timeout: float) -> dict[str, Any]:
-    import requests
-
     resp = requests.get(f"{_base_url(url)}/head", timeout=timeout)
-    resp.raise_for_status()
-    return resp.json()
+    _check_status(resp)
+    return dict(resp.json())
 
 
-def fetch_range(url: str, since: int, until: int, timeout: float) -> Iterator[tuple[int, str]]:
-    """Yield ``(sequence, raw_json)`` for since < sequence <= until, checking contiguity."""
-    import requests
+def _get_retrying(
+    http: requests.Session, url: str, params: dict[str, int], timeout: float, patience: float
+) -> requests.Response:
+    """GET with capped backoff on transient faults, for at most ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    delay = 0.5
+    while True:
+        try:
+            resp = http.get(url, params=params, timeout=timeout)
+            if resp.status_code < 500:
+                return resp
+            fault: str = f"HTTP {resp.status_code}"
+        except TRANSIENT as exc:
+            fault = f"{type(exc).__name__}: {exc}"
+        if time.monotonic() + delay > deadline:
+            raise BetaSourceError(
+                f"fleetsim-beta at {url} unreachable for {patience:.0f}s while reading "
+                f"since={params.get('since')} ({fault}); nothing was skipped, the batch is "
+                "retried from its checkpoint"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 5.0)
 
+
+def fetch_range(
+    url: str,
+    since: int,
+    until: int,
+    timeout: float,
+    *,
+    stream: str | None = None,
+    patience: float = 120.0,
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(sequence, raw_json)`` for since < sequence <= until, checking contiguity and,
+    when ``stream`` is given, that the server still serves that stream."""
     pings_url = _base_url(url) + "/pings"
     expected = since + 1
     with requests.Session() as http:
         while expected <= until:
             limit = min(until - expected + 1, 10000)
-            resp = http.get(
-                pings_url, params={"since": expected - 1, "limit": limit}, timeout=timeout
-            )
+            params = {"since": expected - 1, "limit": limit}
+            resp = _get_retrying(http, pings_url, params, timeout, patience)
+            served = resp.headers.get("X-Stream-Id")
+            if stream and served and served != stream:
+                raise SourceResetError(
+                    f"fleetsim-beta at {pings_url} now serves stream {served}, not stream "
+                    f"{stream} of the offsets being read ({since + 1}..{until}): it was reset "
+                    "or replaced; those records cannot be read"
+                )
             if resp.status_code == 410:
                 body = resp.json()
                 oldest = body.get("oldest_available")
-                raise BetaSourceError(
+                raise SourceResetError(
                     f"fleetsim-beta at {pings_url} no longer holds sequences {expected}.."
                     f"{(oldest - 1) if isinstance(oldest, int) else '?'} "
                     f"(oldest available: {oldest}); records in that range are lost upstream"
                 )
-            resp.raise_for_status()
+            _check_status(resp)
             records = resp.json()
             if not isinstance(records, list) or not records:
-                raise BetaSourceError(
+                raise SourceResetError(
                     f"fleetsim-beta at {pings_url} returned no records for since={expected - 1}"
-                    f" although its head is at least {until}"
+                    f" although its head was at least {until}: it lost records it had served"
                 )
             for record in records:
                 seq = record.get("sequence") if isinstance(record, dict) else None
                 if seq != expected:
-                    raise BetaSourceError(
+                    raise SourceResetError(
                         f"fleetsim-beta sequence gap: expected {expected}, got {seq!r}"
                     )
                 yield seq, json.dumps(record, separators=(",", ":"))
@@ -112,62 +182,133 @@ class BetaStreamReader(DataSourceStreamReader):
         self.max_records = int(options.get("max_records_per_batch", 50000))
         self.partition_size = int(options.get("partition_size", 10000))
         self.timeout = float(options.get("timeout", 10))
+        self.head_timeout = float(options.get("head_timeout", min(self.timeout, 2.0)))
+        self.read_patience = float(options.get("read_patience", 120))
         self.start_sequence = options.get("start_sequence")
         self.source_id = options.get("source_id") or f"beta:{self.url}"
         self.pause_file = options.get("pause_file") or ""
+        self.on_reset = on_reset_policy(options)
         self.options = dict(options)
-        self._initial: int | None = None
+        self.state = SourceState(self.source_id, options.get("state_dir") or None)
+        self._initial: dict[str, Any] | None = None
 
-    def _offset(self, sequence: int) -> dict:
-        return {"source": self.source_id, "sequence": sequence}
+    def _offset(self, sequence: int, stream: str | None, **extra: Any) -> dict:
+        return {"source": self.source_id, "sequence": sequence, "stream": stream, **extra}
 
     def initialOffset(self) -> dict:
         """Where a query without a checkpoint starts; Spark asks again at its first batch, and
         the answer must not move with the server's head meanwhile."""
         if self._initial is None:
-            self._initial = self._first_sequence()
-        return self._offset(self._initial)
+            self._initial = self._first_offset()
+        return self._initial
 
-    def _first_sequence(self) -> int:
-        if rehearsal(self.options):  # read just the newest records
-            head = fetch_head(self.url, self.timeout)
-            last = int(head.get("last") or 0)
-            first = int(head.get("first") or last + 1)
-            return max(first - 1, last - REHEARSAL_RECORDS)
+    def _first_offset(self) -> dict[str, Any]:
         recorded = recorded_start(self.options, self.source_id)
-        if recorded and "sequence" in recorded:
-            return int(recorded["sequence"])
-        if self.start_sequence not in (None, ""):
-            return int(self.start_sequence)
+        if recorded and "sequence" in recorded and not rehearsal(self.options):
+            return self._offset(int(recorded["sequence"]), recorded.get("stream"))
         head = fetch_head(self.url, self.timeout)
+        stream = head.get("stream")
+        last = int(head.get("last") or 0)
         first = head.get("first")
-        return int(first) - 1 if first else int(head.get("last") or 0)
+        if rehearsal(self.options):  # read just the newest records
+            return self._offset(max(int(first or last + 1) - 1, last - REHEARSAL_RECORDS), stream)
+        if self.start_sequence not in (None, ""):
+            return self._offset(int(self.start_sequence), stream)
+        return self._offset(int(first) - 1 if first else last, stream)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         wait_for_gate(self.options)  # Spark asks once all of the query's sources are up
         return ReadMaxRows(self.max_records)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """The end of the next batch: ``start`` (nothing new) while paused or while the server
+        does not answer (the source is degraded, asks again after a backoff, and the query's
+        other sources go on); a reset, replaced or truncated stream is never read past
+        silently (:meth:`_reset`)."""
         if self.pause_file and os.path.exists(self.pause_file):
             return start
-        last = int(fetch_head(self.url, self.timeout).get("last") or 0)
+        if not self.state.due():
+            return start
+        try:
+            head = fetch_head(self.url, self.head_timeout)
+        except TRANSIENT as exc:
+            self.state.degraded(f"{self.url} did not answer ({type(exc).__name__})")
+            return start
+        self.state.ok()
         begin = int(start["sequence"])
+        stream = head.get("stream") or start.get("stream")
+        last = int(head.get("last") or 0)
+        extra: dict[str, Any] = {}
+        problem = self._problem(start, head)
+        if problem:
+            begin = self._reset(start, head, problem)
+            extra["from"] = begin
         if isinstance(limit, ReadMaxRows):
             last = min(last, begin + limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
-        return self._offset(max(begin, last))
+        if not extra and last <= begin and stream == start.get("stream"):
+            return start
+        return self._offset(max(begin, last), stream, **extra)
+
+    @staticmethod
+    def _problem(start: dict, head: dict[str, Any]) -> str | None:
+        """Why the server cannot continue after ``start``, or None."""
+        begin, committed = int(start["sequence"]), start.get("stream")
+        stream, last, first = head.get("stream"), int(head.get("last") or 0), head.get("first")
+        if committed and stream and stream != committed:
+            return f"it now serves another stream ({stream}, sequences {first}..{last})"
+        if last < begin:
+            return f"its head ({last}) is below the committed sequence"
+        if first is not None and int(first) - 1 > begin:
+            return f"it no longer holds sequences {begin + 1}..{int(first) - 1}"
+        return None
+
+    def _reset(self, start: dict, head: dict[str, Any], problem: str) -> int:
+        """Fail (``on_source_reset: fail``) or skip to the earliest held record, counting the
+        loss (``restart_from_earliest``); the sequence the next batch reads after."""
+        begin, committed = int(start["sequence"]), start.get("stream") or "?"
+        last, first = int(head.get("last") or 0), head.get("first")
+        resume = int(first) - 1 if first is not None else last
+        what = (
+            f"source {self.source_id} ({self.url}) was reset or lost records: the committed "
+            f"offset is sequence {begin} of stream {committed}, and {problem}"
+        )
+        if self.on_reset == ON_RESET_FAIL:
+            raise SourceResetError(
+                f"{what}. Nothing after sequence {begin} was read or skipped. To accept the "
+                "loss and read the server from its earliest record, set on_source_reset: "
+                "restart_from_earliest in the job spec"
+            )
+        same = head.get("stream") in (None, start.get("stream"))
+        self.state.lost(
+            old_stream=committed,
+            new_stream=head.get("stream"),
+            committed=begin,
+            resumed_after=resume,
+            lost_records=(resume - begin) if same and resume > begin else None,
+            reason=problem,
+        )
+        return resume
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        lo, hi = int(start["sequence"]), int(end["sequence"])
+        lo, hi = int(end.get("from", start["sequence"])), int(end["sequence"])
+        stream = end.get("stream")
         return [
-            BetaRange(a, min(a + self.partition_size, hi))
+            BetaRange(a, min(a + self.partition_size, hi), stream)
             for a in range(lo, hi, self.partition_size)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         assert isinstance(partition, BetaRange)
-        yield from fetch_range(self.url, partition.since, partition.until, self.timeout)
+        yield from fetch_range(
+            self.url,
+            partition.since,
+            partition.until,
+            self.timeout,
+            stream=partition.stream,
+            patience=self.read_patience,
+        )
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the server keeps a bounded history on its own."""

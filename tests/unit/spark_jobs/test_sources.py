@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadMaxFiles,
@@ -32,6 +33,7 @@ from spark_jobs.sources.beta import (
     BetaStreamReader,
 )
 from spark_jobs.sources.positions import REHEARSAL_RECORDS
+from spark_jobs.sources.source_state import SourceResetError
 from streamops.sim.alpha import AlphaSimulator, file_name
 from streamops.sim.beta import BetaSimulator
 from streamops.sim.journal import read_journal
@@ -263,9 +265,14 @@ def short_beta() -> Iterator[BetaSimulator]:
         sim.stop()
 
 
-def B(sequence: int) -> dict[str, object]:
+def stream_of(sim: BetaSimulator) -> str | None:
+    """The stream identity the simulator serves (``GET /head``)."""
+    return requests.get(f"{sim.base_url}/head", timeout=5).json().get("stream")
+
+
+def B(sequence: int, stream: str | None = None) -> dict[str, object]:
     """A beta offset as the reader stores it."""
-    return {"source": "beta-test", "sequence": sequence}
+    return {"source": "beta-test", "sequence": sequence, "stream": stream}
 
 
 def beta_reader(sim: BetaSimulator, **options: str) -> BetaStreamReader:
@@ -278,29 +285,32 @@ def test_beta_needs_a_url() -> None:
 
 
 def test_beta_initial_offset_is_before_the_oldest_record(beta: BetaSimulator) -> None:
-    assert beta_reader(beta).initialOffset() == B(0)
-    assert beta_reader(beta, start_sequence="").initialOffset() == B(0)
+    st = stream_of(beta)
+    assert beta_reader(beta).initialOffset() == B(0, st)
+    assert beta_reader(beta, start_sequence="").initialOffset() == B(0, st)
 
 
 def test_beta_initial_offset_of_a_short_history(short_beta: BetaSimulator) -> None:
+    st = stream_of(short_beta)
     expected = SMALL_PINGS - SMALL_HISTORY
-    assert beta_reader(short_beta).initialOffset() == B(expected)
+    assert beta_reader(short_beta).initialOffset() == B(expected, st)
 
 
 def test_beta_rehearsal_reads_only_the_newest_records(
     beta: BetaSimulator, short_beta: BetaSimulator
 ) -> None:
     assert beta_reader(beta, rehearsal="true", start_sequence="3").initialOffset() == B(
-        BETA_PINGS - REHEARSAL_RECORDS
+        BETA_PINGS - REHEARSAL_RECORDS, stream_of(beta)
     )
     # a history shorter than the rehearsal: from its oldest record
     assert beta_reader(short_beta, rehearsal="true").initialOffset() == B(
-        max(SMALL_PINGS - SMALL_HISTORY, SMALL_PINGS - REHEARSAL_RECORDS)
+        max(SMALL_PINGS - SMALL_HISTORY, SMALL_PINGS - REHEARSAL_RECORDS), stream_of(short_beta)
     )
 
 
 def test_beta_start_sequence(beta: BetaSimulator) -> None:
-    assert beta_reader(beta, start_sequence="250").initialOffset() == B(250)
+    st = stream_of(beta)
+    assert beta_reader(beta, start_sequence="250").initialOffset() == B(250, st)
 
 
 def test_beta_default_read_limit(beta: BetaSimulator) -> None:
@@ -310,29 +320,41 @@ def test_beta_default_read_limit(beta: BetaSimulator) -> None:
 
 
 def test_beta_latest_offset_read_max_rows(beta: BetaSimulator) -> None:
+    st = stream_of(beta)
     reader = beta_reader(beta)
-    assert reader.latestOffset({"sequence": 0}, ReadMaxRows(300)) == B(300)
-    assert reader.latestOffset({"sequence": 300}, ReadMaxRows(300)) == B(600)
-    near_end = B(BETA_PINGS - 10)
-    assert reader.latestOffset(near_end, ReadMaxRows(300)) == B(BETA_PINGS)
+    assert reader.latestOffset({"sequence": 0}, ReadMaxRows(300)) == B(300, st)
+    assert reader.latestOffset({"sequence": 300}, ReadMaxRows(300)) == B(600, st)
+    near_end = B(BETA_PINGS - 10, st)
+    assert reader.latestOffset(near_end, ReadMaxRows(300)) == B(BETA_PINGS, st)
 
 
 def test_beta_latest_offset_read_all_available(beta: BetaSimulator) -> None:
+    st = stream_of(beta)
     reader = beta_reader(beta, max_records_per_batch="5")
-    assert reader.latestOffset({"sequence": 0}, ReadAllAvailable()) == B(BETA_PINGS)
+    assert reader.latestOffset({"sequence": 0}, ReadAllAvailable()) == B(BETA_PINGS, st)
 
 
 def test_beta_latest_offset_other_limits_use_the_option(beta: BetaSimulator) -> None:
+    st = stream_of(beta)
     reader = beta_reader(beta, max_records_per_batch="123")
-    assert reader.latestOffset({"sequence": 10}, ReadMinRows(1)) == B(133)
+    assert reader.latestOffset({"sequence": 10}, ReadMinRows(1)) == B(133, st)
 
 
-def test_beta_latest_offset_never_goes_back(beta: BetaSimulator) -> None:
+def test_beta_latest_offset_stays_at_the_head(beta: BetaSimulator) -> None:
+    st = stream_of(beta)
     reader = beta_reader(beta)
-    at_head = B(BETA_PINGS)
+    at_head = B(BETA_PINGS, st)
     assert reader.latestOffset(at_head, ReadAllAvailable()) == at_head
-    ahead = B(BETA_PINGS + 50)
-    assert reader.latestOffset(ahead, ReadMaxRows(10)) == ahead
+
+
+def test_beta_head_below_the_committed_offset_fails_naming_both(beta: BetaSimulator) -> None:
+    ahead = B(BETA_PINGS + 50, stream_of(beta))
+    with pytest.raises(SourceResetError) as info:
+        beta_reader(beta).latestOffset(ahead, ReadMaxRows(10))
+    message = str(info.value)
+    assert f"committed offset is sequence {BETA_PINGS + 50}" in message
+    assert f"its head ({BETA_PINGS}) is below" in message
+    assert "on_source_reset: restart_from_earliest" in message
 
 
 def test_beta_partitions_split_by_partition_size(beta: BetaSimulator) -> None:
@@ -363,8 +385,9 @@ def test_beta_read_spans_several_pages(beta: BetaSimulator) -> None:
 
 
 def test_beta_partitions_read_together_cover_the_batch(beta: BetaSimulator) -> None:
+    st = stream_of(beta)
     reader = beta_reader(beta, partition_size="64")
-    start = B(17)
+    start = B(17, st)
     end = reader.latestOffset(start, ReadMaxRows(500))
     sequences = [seq for p in reader.partitions(start, end) for seq, _ in reader.read(p)]
     assert sequences == list(range(18, 518))
@@ -375,7 +398,7 @@ def test_beta_since_older_than_history_names_the_missing_range(
 ) -> None:
     reader = beta_reader(short_beta)
     oldest = SMALL_PINGS - SMALL_HISTORY + 1
-    with pytest.raises(BetaSourceError) as info:
+    with pytest.raises(SourceResetError) as info:
         list(reader.read(BetaRange(0, 50)))
     message = str(info.value)
     assert f"no longer holds sequences 1..{oldest - 1}" in message
@@ -392,7 +415,7 @@ def test_beta_read_of_the_held_history_works(short_beta: BetaSimulator) -> None:
 
 
 def test_beta_read_beyond_the_head_fails_clearly(beta: BetaSimulator) -> None:
-    with pytest.raises(BetaSourceError, match="returned no records"):
+    with pytest.raises(SourceResetError, match="returned no records"):
         list(beta_reader(beta).read(BetaRange(BETA_PINGS, BETA_PINGS + 5)))
 
 
@@ -419,8 +442,9 @@ def test_alpha_start_offset_from_a_savepoint(tmp_path: Path) -> None:
 
 
 def test_beta_pause_file_and_start_offset(beta: BetaSimulator, tmp_path: Path) -> None:
+    st = stream_of(beta)
     pause = tmp_path / "paused"
     pause.touch()
     reader = beta_reader(beta, pause_file=str(pause), start_offset='{"sequence": 12}')
-    assert reader.initialOffset() == B(12)
-    assert reader.latestOffset(B(12), ReadAllAvailable()) == B(12)
+    assert reader.initialOffset() == B(12, st)
+    assert reader.latestOffset(B(12, st), ReadAllAvailable()) == B(12, st)

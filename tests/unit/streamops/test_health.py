@@ -199,7 +199,7 @@ def test_source_backlog_located_by_the_job_args(settings: Settings, tmp_path: Pa
     assert alpha_result.level is Level.WARN
     assert alpha_result.message == "job fleet-pings: fleetsim-alpha backlog 5 files (warn above 3)"
     beta_result = by_name["fleet-pings/fleetsim-beta"]
-    assert beta_result.level is Level.FAIL
+    assert beta_result.level is Level.WARN  # the job's reader says how long: see below
     assert "http://127.0.0.1:1/head does not answer" in beta_result.message
 
 

@@ -1,0 +1,305 @@
+"""The sources under faults from outside: a beta server that is down, frozen, reset, replaced
+or missing records (real fleetsim-beta servers and real sockets on loopback), alpha files that
+arrive out of order or change after they were read (a real directory)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, ReadMaxRows
+
+from spark_jobs.sources.alpha import AlphaStreamReader
+from spark_jobs.sources.beta import BetaRange, BetaSourceError, BetaStreamReader
+from spark_jobs.sources.source_state import (
+    SourceResetError,
+    SourceState,
+    merge_states,
+    on_reset_policy,
+    source_reset_message,
+)
+from streamops.sim.beta import BetaSimulator
+
+PINGS = 500
+HISTORY = 200
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[BetaSimulator]:
+    """A fleetsim-beta that emitted PINGS records and holds only the last HISTORY."""
+    beta = BetaSimulator(port=0, rate=100_000, max_pings=PINGS, history=HISTORY)
+    beta.start()
+    try:
+        assert beta.wait_done(30)
+        yield beta
+    finally:
+        beta.stop()
+
+
+@pytest.fixture
+def refused_url() -> str:
+    """A loopback URL where nothing listens (the port was just free)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/pings"
+
+
+@pytest.fixture
+def frozen_url() -> Iterator[str]:
+    """A server that accepts connections and never answers (like a SIGSTOPped process)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield f"http://127.0.0.1:{s.getsockname()[1]}/pings"
+
+
+def stream_of(beta: BetaSimulator) -> str | None:
+    return requests.get(f"{beta.base_url}/head", timeout=5).json().get("stream")
+
+
+def reader(url: str, state_dir: Path | None = None, **options: str) -> BetaStreamReader:
+    opts = {"url": url, "source_id": "fleetsim-beta", **options}
+    if state_dir is not None:
+        opts["state_dir"] = str(state_dir)
+    return BetaStreamReader(opts)
+
+
+def state_file(state_dir: Path) -> dict:
+    return json.loads((state_dir / "fleetsim-beta" / f"{os.getpid()}.json").read_text())
+
+
+# --- a server that does not answer degrades the source; it does not fail the query --------
+def test_refused_server_reports_no_new_data_and_degrades(refused_url: str, tmp_path: Path) -> None:
+    source = reader(refused_url, tmp_path)
+    start = {"source": "fleetsim-beta", "sequence": 40, "stream": "s1"}
+    assert source.latestOffset(start, ReadMaxRows(10)) == start
+    doc = state_file(tmp_path)
+    assert doc["state"] == "degraded"
+    assert "did not answer (ConnectionError)" in doc["reason"]
+    assert source.state.describe().startswith("degraded since ")
+    # within the backoff it does not even ask: the trigger returns at once
+    assert source.latestOffset(start, ReadMaxRows(10)) == start
+    assert source.state.failures == 1
+
+
+def test_frozen_server_costs_a_trigger_at_most_the_head_timeout(
+    frozen_url: str, tmp_path: Path
+) -> None:
+    source = reader(frozen_url, tmp_path, head_timeout="0.3")
+    start = {"source": "fleetsim-beta", "sequence": 0, "stream": None}
+    began = time.monotonic()
+    assert source.latestOffset(start, ReadAllAvailable()) == start
+    assert time.monotonic() - began < 3  # not the 10 s read timeout of a partition
+    assert "ReadTimeout" in state_file(tmp_path)["reason"]
+
+
+def test_a_degraded_source_recovers_when_the_server_answers(
+    sim: BetaSimulator, tmp_path: Path
+) -> None:
+    source = reader(sim.url, tmp_path)
+    source.state.degraded("test: was down")
+    source.state._next_try = 0.0  # the backoff has passed
+    start = {"source": "fleetsim-beta", "sequence": PINGS - 10, "stream": stream_of(sim)}
+    end = source.latestOffset(start, ReadAllAvailable())
+    assert end["sequence"] == PINGS
+    assert state_file(tmp_path)["state"] == "ok"
+
+
+def test_backoff_grows_and_is_capped() -> None:
+    now = [1000.0]
+    state = SourceState("s", None, clock=lambda: now[0])
+    waits = []
+    for _ in range(7):
+        state.degraded("down")
+        waits.append(state._next_try - now[0])
+    assert waits == [1, 2, 4, 8, 15, 15, 15]
+    assert state.since == 1000.0
+
+
+def test_a_partition_read_retries_then_fails_clearly(refused_url: str) -> None:
+    source = reader(refused_url, read_patience="1")
+    began = time.monotonic()
+    with pytest.raises(BetaSourceError, match="unreachable for 1s while reading since=10"):
+        list(source.read(BetaRange(10, 20)))
+    assert time.monotonic() - began < 5
+
+
+# --- a reset, replaced or truncated stream is never read past silently ---------------------
+def test_replaced_stream_fails_naming_the_positions(sim: BetaSimulator) -> None:
+    start = {"source": "fleetsim-beta", "sequence": 120, "stream": "an-older-stream"}
+    with pytest.raises(SourceResetError) as info:
+        reader(sim.url).latestOffset(start, ReadAllAvailable())
+    message = str(info.value)
+    assert "committed offset is sequence 120 of stream an-older-stream" in message
+    assert f"sequences {PINGS - HISTORY + 1}..{PINGS}" in message
+    assert "Nothing after sequence 120 was read or skipped" in message
+
+
+def test_a_hole_fails_naming_the_missing_range(sim: BetaSimulator) -> None:
+    start = {"source": "fleetsim-beta", "sequence": 100, "stream": stream_of(sim)}
+    with pytest.raises(SourceResetError, match=f"no longer holds sequences 101..{PINGS - HISTORY}"):
+        reader(sim.url).latestOffset(start, ReadAllAvailable())
+
+
+def test_restart_from_earliest_reads_from_the_oldest_record_and_counts_the_loss(
+    sim: BetaSimulator, tmp_path: Path
+) -> None:
+    source = reader(sim.url, tmp_path, on_source_reset="restart_from_earliest")
+    start = {"source": "fleetsim-beta", "sequence": 100, "stream": stream_of(sim)}
+    end = source.latestOffset(start, ReadAllAvailable())
+    assert end["from"] == PINGS - HISTORY and end["sequence"] == PINGS
+    rows = [seq for p in source.partitions(start, end) for seq, _ in source.read(p)]
+    assert rows == list(range(PINGS - HISTORY + 1, PINGS + 1))
+    (loss,) = state_file(tmp_path)["losses"]
+    assert loss["committed"] == 100 and loss["resumed_after"] == PINGS - HISTORY
+    assert loss["lost_records"] == PINGS - HISTORY - 100
+    # the next batch goes on normally from there
+    assert source.latestOffset(end, ReadAllAvailable()) == end
+
+
+def test_restart_from_earliest_after_a_replaced_stream(sim: BetaSimulator, tmp_path: Path) -> None:
+    source = reader(sim.url, tmp_path, on_source_reset="restart_from_earliest")
+    start = {"source": "fleetsim-beta", "sequence": 9000, "stream": "gone"}
+    end = source.latestOffset(start, ReadMaxRows(50))
+    assert end["from"] == PINGS - HISTORY
+    assert end["sequence"] == PINGS - HISTORY + 50
+    (loss,) = state_file(tmp_path)["losses"]
+    assert loss["old_stream"] == "gone" and loss["lost_records"] is None
+
+
+def test_a_partition_of_another_stream_is_not_read(sim: BetaSimulator) -> None:
+    if stream_of(sim) is None:
+        pytest.skip("this fleetsim-beta serves no stream identity")
+    with pytest.raises(SourceResetError, match="now serves stream"):
+        list(reader(sim.url).read(BetaRange(PINGS - 10, PINGS, "another")))
+
+
+def test_an_offset_without_a_stream_adopts_the_servers(sim: BetaSimulator) -> None:
+    start = {"source": "fleetsim-beta", "sequence": PINGS}  # written before streams existed
+    end = reader(sim.url).latestOffset(start, ReadAllAvailable())
+    assert end["sequence"] == PINGS and end["stream"] == stream_of(sim)
+
+
+# --- the state files and their merge --------------------------------------------------------
+def test_merge_takes_the_worst_live_state_and_every_loss_once(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead_pid = int(dead.stdout)
+    src = tmp_path / "fleetsim-beta"
+    src.mkdir()
+    loss = {"old_stream": "a", "new_stream": "b", "committed": 5, "resumed_after": 0}
+    docs = {
+        f"{os.getpid()}.json": {"source": "fleetsim-beta", "state": "degraded", "since": 50.0,
+                                "reason": "down", "pid": os.getpid(), "losses": [loss]},
+        "1.json": {"source": "fleetsim-beta", "state": "ok", "pid": 1, "losses": [loss]},
+        f"{dead_pid}.json": {"source": "fleetsim-beta", "state": "degraded", "since": 1.0,
+                             "pid": dead_pid, "losses": []},
+    }  # fmt: skip
+    for name, doc in docs.items():
+        (src / name).write_text(json.dumps(doc))
+    merged = merge_states(tmp_path)["fleetsim-beta"]
+    assert merged["state"] == "degraded" and merged["since"] == 50.0  # the dead one is ignored
+    assert merged["losses"] == [loss]
+    assert not (src / f"{dead_pid}.json").exists()  # nothing to keep of a dead reader
+
+
+def test_source_reset_message_is_found_in_sparks_error_text() -> None:
+    text = (
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: "
+        "Traceback (most recent call last):\n  File ...\n"
+        "spark_jobs.sources.source_state.SourceResetError: source fleetsim-beta was reset\n"
+    )
+    assert source_reset_message(text) == "source fleetsim-beta was reset"
+    assert source_reset_message("Python worker failed to connect back") is None
+
+
+def test_on_source_reset_is_checked() -> None:
+    assert on_reset_policy({}) == "fail"
+    with pytest.raises(ValueError, match="on_source_reset must be one of fail, restart"):
+        on_reset_policy({"on_source_reset": "ignore"})
+
+
+# --- alpha: a file behind the committed position is reported, never skipped silently -------
+def alpha(directory: Path, state_dir: Path) -> AlphaStreamReader:
+    return AlphaStreamReader(
+        {"path": str(directory), "source_id": "fleetsim-alpha", "state_dir": str(state_dir)}
+    )
+
+
+def alpha_state(state_dir: Path) -> dict:
+    return json.loads((state_dir / "fleetsim-alpha" / f"{os.getpid()}.json").read_text())
+
+
+def drop(directory: Path, n: int, text: str = "x\n") -> str:
+    name = f"pings-{n:012d}.csv"
+    (directory / name).write_text(text)
+    return name
+
+
+def test_a_file_arriving_behind_the_committed_one_is_reported(tmp_path: Path) -> None:
+    files, state = tmp_path / "drop", tmp_path / "state"
+    files.mkdir()
+    for n in (1, 2, 4, 5):
+        drop(files, n)
+    source = alpha(files, state)
+    start = {"source": "fleetsim-alpha", "file": "pings-000000000004.csv"}
+    end = source.latestOffset(start, ReadAllAvailable())
+    assert end["file"] == "pings-000000000005.csv"
+    assert not (state / "fleetsim-alpha").exists()  # nothing to report yet
+    late = drop(files, 3)  # behind the committed file: name order would skip it
+    drop(files, 6)
+    end2 = source.latestOffset(end, ReadAllAvailable())
+    assert end2["file"] == "pings-000000000006.csv"  # 3 is not read...
+    (event,) = alpha_state(state)["late_files"]  # ...and not skipped silently
+    assert event["file"] == late and event["committed"] == "pings-000000000005.csv"
+    assert event["read"] is False
+    source.latestOffset(end2, ReadAllAvailable())
+    assert len(alpha_state(state)["late_files"]) == 1  # reported once
+
+
+def test_files_read_by_the_query_are_not_late(tmp_path: Path) -> None:
+    files, state = tmp_path / "drop", tmp_path / "state"
+    files.mkdir()
+    drop(files, 1)
+    source = alpha(files, state)
+    offset = source.latestOffset({"source": "fleetsim-alpha", "file": ""}, ReadAllAvailable())
+    for n in range(2, 6):
+        drop(files, n)
+        offset = source.latestOffset(offset, ReadMaxFiles(2))
+    assert not (state / "fleetsim-alpha").exists()
+
+
+def test_a_late_file_found_after_a_restart_by_its_arrival_time(tmp_path: Path) -> None:
+    files, state = tmp_path / "drop", tmp_path / "state"
+    files.mkdir()
+    drop(files, 1)
+    committed = drop(files, 5)
+    time.sleep(1.2)
+    late = drop(files, 2)  # arrived while no reader was looking
+    alpha(files, state).latestOffset({"source": "fleetsim-alpha", "file": committed},
+                                     ReadAllAvailable())  # fmt: skip
+    assert [e["file"] for e in alpha_state(state)["late_files"]] == [late]
+
+
+def test_a_committed_file_that_changes_or_disappears_is_reported(tmp_path: Path) -> None:
+    files, state = tmp_path / "drop", tmp_path / "state"
+    files.mkdir()
+    committed = drop(files, 1)
+    source = alpha(files, state)
+    start = {"source": "fleetsim-alpha", "file": committed}
+    source.latestOffset(start, ReadAllAvailable())
+    (files / committed).write_text("x\nrewritten\n")
+    source.latestOffset(start, ReadAllAvailable())
+    (files / committed).unlink()
+    source.latestOffset(start, ReadAllAvailable())
+    changes = [e["change"] for e in alpha_state(state)["changed_files"]]
+    assert changes == ["changed after it was read", "disappeared"]

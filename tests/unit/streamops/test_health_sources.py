@@ -1,0 +1,115 @@
+"""The ``sources`` health checks against a real fleetsim-beta on loopback: a reset, replaced or
+truncated upstream fails naming both positions; degraded sources warn, then fail; counted
+losses and late files show."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from streamops.health import Level, Observation, Thresholds, check_sources
+from streamops.jobs import JobView
+from streamops.settings import Settings
+from streamops.sim.beta import BetaSimulator
+
+JOB = "fleet-pings"
+NOW = 1_800_000_000.0
+PINGS, HISTORY = 300, 100
+
+
+@pytest.fixture(scope="module")
+def beta() -> Iterator[BetaSimulator]:
+    sim = BetaSimulator(port=0, rate=100_000, max_pings=PINGS, history=HISTORY)
+    sim.start()
+    try:
+        assert sim.wait_done(30)
+        yield sim
+    finally:
+        sim.stop()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings.from_env({}, state_root=str(tmp_path / "state"))
+
+
+def stream_of(sim: BetaSimulator) -> str | None:
+    return requests.get(f"{sim.base_url}/head", timeout=5).json().get("stream")
+
+
+def judge(
+    settings: Settings, sim: BetaSimulator, offset: dict[str, Any], **status: Any
+) -> tuple[Level, str]:
+    """The one result for the job's beta source, its offset and status as given."""
+    source = f"beta:{sim.url}"
+    doc = {
+        "state": "RUNNING",
+        "stages": {"vehicles": {"sources": [{"end_offset": {"source": source, **offset}}]}},
+        **status,
+    }
+    view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None, doc)
+    obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW)
+    (result,) = check_sources(obs)
+    assert result.name == f"{JOB}/{source}"
+    return result.level, result.message
+
+
+def test_caught_up_is_ok(settings: Settings, beta: BetaSimulator) -> None:
+    level, message = judge(settings, beta, {"sequence": PINGS - 3, "stream": stream_of(beta)})
+    assert level is Level.OK and message.endswith("backlog 3 records")
+
+
+def test_a_replaced_stream_fails_naming_both_positions(
+    settings: Settings, beta: BetaSimulator
+) -> None:
+    if stream_of(beta) is None:
+        pytest.skip("this fleetsim-beta serves no stream identity")
+    level, message = judge(settings, beta, {"sequence": 250, "stream": "old"})
+    assert level is Level.FAIL
+    assert "committed sequence 250 of stream old" in message
+    assert f"now serves stream {stream_of(beta)} (sequences {PINGS - HISTORY + 1}..{PINGS})" in (
+        message
+    )
+
+
+def test_a_head_below_the_committed_offset_fails(settings: Settings, beta: BetaSimulator) -> None:
+    level, message = judge(settings, beta, {"sequence": PINGS + 40, "stream": stream_of(beta)})
+    assert level is Level.FAIL
+    assert f"committed sequence {PINGS + 40}" in message and f"head is {PINGS}, below" in message
+
+
+def test_records_gone_before_they_were_read_fail(settings: Settings, beta: BetaSimulator) -> None:
+    level, message = judge(settings, beta, {"sequence": 50})
+    assert level is Level.FAIL
+    assert f"no longer holds sequences 51..{PINGS - HISTORY}" in message
+
+
+def test_a_degraded_source_warns_then_fails(settings: Settings, beta: BetaSimulator) -> None:
+    at = {"sequence": PINGS, "stream": stream_of(beta)}
+    source = f"beta:{beta.url}"
+
+    def degraded(since: float) -> dict[str, Any]:
+        return {source: {"state": "degraded", "since": since, "reason": "did not answer"}}
+
+    level, message = judge(settings, beta, at, sources_state=degraded(NOW - 30))
+    assert level is Level.WARN and "degraded since" in message and "(30 s, limit 120 s)" in message
+    level, message = judge(settings, beta, at, sources_state=degraded(NOW - 500))
+    assert level is Level.FAIL and "did not answer" in message
+
+
+def test_an_accepted_loss_shows(settings: Settings, beta: BetaSimulator) -> None:
+    at = {"sequence": PINGS, "stream": stream_of(beta)}
+    loss = {"at": NOW - 60, "committed": 120, "resumed_after": 200, "lost_records": 80}
+    state = {f"beta:{beta.url}": {"state": "ok", "losses": [loss]}}
+    level, message = judge(settings, beta, at, sources_state=state)
+    assert level is Level.WARN
+    assert "1 accepted loss(s)" in message and "lost_records=80" in message
+    old = {**loss, "at": NOW - 7200}
+    level, message = judge(
+        settings, beta, at, sources_state={f"beta:{beta.url}": {"losses": [old]}}
+    )
+    assert level is Level.OK and "lost_records=80" in message  # never out of sight
