@@ -114,10 +114,12 @@ def observe(
         master = None
     names = list(jobs) if jobs else declared_jobs(settings.layout)
     obs = Observation(settings, thresholds, master, names)
+    registry = JobRegistry(settings, client)
+    known = set(registry.names())
     if master is not None:
-        registry = JobRegistry(settings, client)
-        known = set(registry.names())
         obs.views = {v.name: v for v in registry.list() if v.name in names and v.name in known}
+    else:  # the jobs may well run on: judge them from the state root (lease, status)
+        obs.views = {n: registry.view_from_state(n) for n in names if n in known}
     return obs
 
 
@@ -195,7 +197,9 @@ def _dead_workers(layout: StateLayout, entries: list[WorkerInfo], skip: set[str]
 
 def check_jobs(obs: Observation) -> list[CheckResult]:
     if obs.master is None:
-        return [CheckResult("jobs", "jobs", Level.FAIL, "jobs unknown: the master does not answer")]
+        return [_check_job_without_master(obs, name) for name in obs.jobs] or [
+            CheckResult("jobs", "jobs", Level.OK, "no declared job")
+        ]
     if not obs.jobs:
         return [CheckResult("jobs", "jobs", Level.OK, "no declared job")]
     return [_check_job(name, obs.views.get(name)) for name in obs.jobs]
@@ -218,6 +222,21 @@ def _check_job(name: str, view: JobView | None) -> CheckResult:
         return CheckResult("jobs", name, Level.WARN, message)
     message = f"job {name} v{view.version} RUNNING on driver {view.driver_id}"
     return CheckResult("jobs", name, Level.OK, message)
+
+
+def _check_job_without_master(obs: Observation, name: str) -> CheckResult:
+    """A job judged from the state root while the master is down: its driver may run on."""
+    view = obs.views.get(name)
+    if view is None or not view.is_live:
+        return CheckResult("jobs", name, Level.FAIL,
+                           f"job {name}: the master does not answer and no driver holds the "
+                           "job's lease: it is not running")  # fmt: skip
+    age = f"{view.last_batch_age:.0f} s ago" if view.last_batch_age is not None else "never"
+    return CheckResult("jobs", name, Level.WARN,
+                       f"job {name} v{view.version} runs on without the master: driver "
+                       f"{view.driver_id} holds its lease, state {view.state}, last batch "
+                       f"committed {age}; the master must come back before the driver can be "
+                       "relaunched")  # fmt: skip
 
 
 def check_progress(obs: Observation) -> list[CheckResult]:

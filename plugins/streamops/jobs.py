@@ -20,6 +20,7 @@ from typing import Any
 from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobError, JobNotFound
 from streamops.layout import append_jsonl, read_json
+from streamops.lease import read_lease
 from streamops.names import check_name
 from streamops.settings import Settings
 
@@ -89,6 +90,28 @@ class JobRegistry:
     def list(self) -> list[JobView]:
         master = self.client.state()
         return [self._view(n, master) for n in self.names()]
+
+    def view_from_state(self, name: str) -> JobView:
+        """The job as the state root alone shows it, for when the master does not answer: live
+        while its driver keeps the job's lease fresh (a driver heartbeats it every few
+        seconds while it runs, whatever the master's fate)."""
+        status = read_json(self.layout.status_file(check_name("job", name))) or {}
+        held = read_lease(self.layout, name)
+        live = held is not None and held.fresh
+        last = _last_batch_at(status)
+        return JobView(
+            name=name,
+            version=status.get("version"),
+            state=str(status.get("state") or "UNKNOWN") if live else "UNKNOWN",
+            is_live=live,
+            driver_id=held.holder if live and held else None,
+            driver_state=None,
+            worker=None,
+            last_batch_age=round(time.time() - last, 1) if last else None,
+            input_rows_per_second=_rate(status, "input_rows_per_second"),
+            processed_rows_per_second=_rate(status, "processed_rows_per_second"),
+            status=status,
+        )
 
     def _view(self, name: str, master: dict[str, Any]) -> JobView:
         status = read_json(self.layout.status_file(name)) or {}

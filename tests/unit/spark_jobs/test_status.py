@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from spark_jobs.runtime.status import StatusBoard, StatusListener, summarize
+from spark_jobs.sources.source_state import SourceState
 from streamops.layout import StateLayout, read_json, write_json_atomic
 
 JOB = "fleet-pings"
@@ -320,3 +321,18 @@ def test_listener_on_a_real_query_crosses_without_java_exceptions(
     history = (layout.job_dir(JOB) / "status-history.jsonl").read_text().splitlines()
     assert json.loads(history[-1])["stage"] == "ticks"
     assert converted == []
+
+
+def test_the_sources_state_is_merged_into_the_status(
+    board: StatusBoard, layout: StateLayout
+) -> None:
+    reader = SourceState("fleetsim-beta", str(layout.sources_state_dir(JOB)))
+    board.refresh_sources()
+    assert (read_json(layout.status_file(JOB)) or {}).get("sources_state", {}) == {}
+    reader.degraded("http://127.0.0.1:1/pings did not answer (ConnectionError)")
+    board.refresh_sources()
+    state = read_json(layout.status_file(JOB))["sources_state"]["fleetsim-beta"]
+    assert state["state"] == "degraded" and "did not answer" in state["reason"]
+    reader.ok()
+    board.refresh_sources()
+    assert read_json(layout.status_file(JOB))["sources_state"]["fleetsim-beta"]["state"] == "ok"

@@ -4,13 +4,14 @@ files (status, submissions, alpha directory, SQLite store, history) are real, in
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Column, Float, MetaData, String, Table, create_engine
 
-from streamops import health
+from streamops import health, lease
 from streamops.exceptions import Unhealthy
 from streamops.health import CheckResult, HealthReport, Level, Observation, Thresholds
 from streamops.jobs import JobView
@@ -128,6 +129,38 @@ def test_a_silent_master_fails_every_cluster_and_job_check(settings: Settings) -
     [master] = health.check_cluster(o)
     assert master.level is Level.FAIL and "does not answer" in master.message
     assert health.check_jobs(o)[0].level is Level.FAIL
+
+
+def test_without_the_master_a_job_that_holds_its_lease_is_seen_committing(
+    settings: Settings,
+) -> None:
+    """The master is down (nothing listens on its port), the driver runs on: the job is judged
+    from the state root, and its progress, not "no running job"."""
+    layout = settings.layout
+    append_jsonl(layout.submissions_file(JOB), {"event": "submitted", "driver_id": "driver-1",
+                                                "at": time.time() - 100})  # fmt: skip
+    now = time.time()
+    write_json_atomic(layout.status_file(JOB), {
+        "state": "RUNNING", "version": "1", "driver_id": "driver-1",
+        "stages": {"vehicles": {**stage(), "last_batch_at": now - 2, "ready": True}},
+    })  # fmt: skip
+    lease.acquire(layout, JOB, "driver-1")
+    report = health.run_checks(settings, Thresholds(expected_workers=2))
+    by_group = {r.group: r for r in report.results}
+    assert by_group["cluster"].level is Level.FAIL
+    assert "does not answer" in by_group["cluster"].message
+    jobs = by_group["jobs"]
+    assert jobs.level is Level.WARN
+    assert "runs on without the master: driver driver-1 holds its lease" in jobs.message
+    progress = [r for r in report.results if r.group == "progress"]
+    assert {r.level for r in progress} == {Level.OK}  # judged, not "no running job"
+    assert any("stage vehicles" in r.message for r in progress)
+    # once the lease goes stale the job is not running
+    held = lease.read_lease(layout, JOB)
+    assert held is not None
+    write_json_atomic(layout.lease_file(JOB), {**asdict(held), "heartbeat_at": now - 600})
+    jobs = next(r for r in health.run_checks(settings).results if r.group == "jobs")
+    assert jobs.level is Level.FAIL and "no driver holds the job's lease" in jobs.message
 
 
 def test_a_killed_job_fails_naming_its_state(settings: Settings) -> None:
