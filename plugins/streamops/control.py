@@ -32,6 +32,10 @@ class ControlFailed(JobError):
     """The driver answered a control request with a failure."""
 
 
+class DriverGone(ControlFailed):
+    """The driver ended (or could no longer be seen) before it answered."""
+
+
 @dataclass(frozen=True)
 class ControlRequest:
     id: str
@@ -122,7 +126,7 @@ def wait_result(
         if still_alive is not None and time.monotonic() >= next_alive:
             next_alive = time.monotonic() + alive_every
             if not still_alive():
-                raise ControlFailed(
+                raise DriverGone(
                     f"job {job}: the driver went away before answering {request.kind} "
                     f"{request.id}"
                 )

@@ -21,7 +21,7 @@ from typing import Any
 
 from streamops import control, savepoints
 from streamops.checkpoint_cut import last_batch
-from streamops.exceptions import JobError, JobNotFound
+from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.spec import JobSpec
@@ -48,15 +48,41 @@ def savepoint_job(
         settings.layout, job, "savepoint", name=name, cancel=cancel, timeout=timeout,
         handover=handover,
     )  # fmt: skip
-    result = control.wait_result(
-        settings.layout, job, request, still_alive=lambda: registry.view(job).is_live
-    )
+
+    def same_driver() -> bool:  # a relaunched driver is another run: its answer never comes
+        now = registry.view(job)
+        return now.is_live and now.status.get("app_id") == view.status.get("app_id")
+
+    try:
+        result = control.wait_result(settings.layout, job, request, still_alive=same_driver)
+    except (control.DriverGone, ClusterNotRunning) as exc:
+        raise control.DriverGone(_no_savepoint(settings, job, name, exc)) from exc
     log.info("job %s: savepoint %s taken in %ss (batches %s)", job, name,
              result.detail.get("duration_s"), result.detail.get("batches"))  # fmt: skip
     if cancel and wait_stopped:
         wait_driver_ended(settings, job, view.driver_id)
         log.info("job %s stopped after savepoint %s", job, name)
     return result
+
+
+def _no_savepoint(settings: Settings, job: str, name: str, cause: Exception) -> str:
+    """What happened to a savepoint whose driver went away, what was kept, and what now."""
+    published = settings.layout.savepoint(name).is_dir()  # published whole or not at all
+    kept = f"savepoint {name} was published before" if published else "nothing was kept"
+    if isinstance(cause, ClusterNotRunning):
+        return (
+            f"job {job}: the master stopped answering during savepoint {name} ({cause}); "
+            f"{kept}; whether the driver runs on is unknown (streamops health tells)"
+        )
+    try:
+        now = JobRegistry(settings).view(job)
+    except ClusterNotRunning:
+        now = None
+    if now is not None and now.is_live:
+        after = "the job is being relaunched from its checkpoint"
+    else:
+        after = f"the job is not running (state {now.state if now else 'unknown'})"
+    return f"job {job}: the driver died during savepoint {name}; {kept}; {after}"
 
 
 def wait_driver_ended(
