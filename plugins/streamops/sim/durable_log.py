@@ -96,11 +96,6 @@ class DurableLog:
             self.close()
             raise
 
-    @property
-    def segments(self) -> list[Path]:
-        """The segment files, oldest first."""
-        return [s.path for s in self._segments]
-
     def append(self, first_sequence: int, raws: Sequence[str]) -> None:
         """Write records ``first_sequence, ...`` (one JSON text each, no newline inside) and
         flush; starts new segments as they fill up."""
