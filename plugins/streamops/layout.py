@@ -20,6 +20,7 @@ module, so a path is spelled in exactly one place::
     <root>/airflow/                            AIRFLOW_HOME of the embedded Airflow
     <root>/journals/                           what the simulators emitted (the oracle)
     <root>/data/alpha/                         default drop directory of fleetsim-alpha
+    <root>/data/beta/                          fleetsim-beta's durable log (stream.json, log/)
 """
 
 from __future__ import annotations
@@ -217,6 +218,11 @@ class StateLayout:
     @property
     def alpha_dir(self) -> Path:
         return self.root / "data" / "alpha"
+
+    @property
+    def beta_dir(self) -> Path:
+        """fleetsim-beta's ``--data-dir``: its stream id and log survive a restart."""
+        return self.root / "data" / "beta"
 
     @property
     def default_store_url(self) -> str:

@@ -98,6 +98,7 @@ def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list
     return {
         "fleetsim-beta": [py, "-m", "streamops", "--state-root", str(settings.state_root),
                           "sim", "beta", "--port", str(opts.beta_port),
+                          "--data-dir", str(settings.layout.beta_dir),
                           "--journal", str(journals / "beta.jsonl"), *common],
         "fleetsim-alpha": [py, "-m", "streamops", "--state-root", str(settings.state_root),
                            "sim", "alpha", "--dir", str(settings.layout.alpha_dir),

@@ -111,6 +111,14 @@ def add_beta_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history", type=int, default=100_000, help="records held for clients (default 100000)"
     )
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        metavar="DIR",
+        help="keep the stream in DIR (stream id, log segments): the history, the sequence and "
+        "the stream id survive a restart. Without it the history is in memory only and every "
+        "start is a new stream (new id) from sequence 1",
+    )
     _add_common(parser, seed=2, vin_prefix="1B")
 
 
@@ -146,7 +154,9 @@ def run_beta(args: argparse.Namespace, settings: Settings) -> int:
         max_pings=args.max_pings,
         journal=args.journal,
         vin_prefix=args.vin_prefix,
+        data_dir=args.data_dir,
     )
+    log.info("fleetsim-beta stream %s, next sequence %d", sim.stream, sim.state.head()["last"] + 1)
     return run_foreground(sim, progress_every=args.progress_every)
 
 

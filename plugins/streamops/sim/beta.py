@@ -5,11 +5,18 @@ Endpoints (FastAPI, see :func:`create_app`):
 - ``GET /pings?since=N&limit=M`` → 200, a JSON array of the records with sequence > N in
   ascending order, at most M (default 200, at most 10000, 0 allowed). When records after N
   are no longer held (``N < oldest held - 1``) → 410 ``{"error": "since_too_old", "detail",
-  "requested_since", "oldest_available"}``, never an empty list. Beyond the head → ``[]``.
-- ``GET /head`` → ``{"first": oldest held or null, "last": newest (0 if none), "emitted"}``.
+  "requested_since", "oldest_available", "stream"}``, never an empty list. Beyond the head
+  → ``[]``. Both answers carry the header ``X-Stream-Id: <stream id>``.
+- ``GET /head`` → ``{"stream": id, "first": oldest held or null, "last": newest (0 if none),
+  "emitted": records this process added}``.
 - ``GET /health`` → ``{"status": "ok"}``.
 
-Each record's JSON text is produced once, journaled, held, and served byte for byte.
+A stream id names one unbroken sequence: a reader may go on from a committed sequence only
+under the same id. With a data directory (:mod:`streamops.sim.durable_log`) the id, history
+and sequence survive a restart; without one, each simulator is a new stream from 1.
+
+Each record's JSON text is produced once, logged (if durable), journaled, held, and served
+byte for byte.
 """
 
 from __future__ import annotations
@@ -28,12 +35,14 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 
 from streamops.exceptions import SimulatorError
+from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS, DurableLog, new_stream_id
 from streamops.sim.fleet import Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
 from streamops.sim.runner import SimulatorRun, standalone_main
 
 log = logging.getLogger(__name__)
 
+STREAM_HEADER = "X-Stream-Id"
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 10_000
 BETA_MALFORMED_KINDS = (
@@ -71,9 +80,9 @@ class SinceTooOld(Exception):
 
 
 class PingHistory:
-    """The last ``capacity`` records (raw JSON texts), by contiguous sequence. Thread-safe."""
+    """The last ``capacity`` records (raw JSON texts) of ``stream``, by sequence. Thread-safe."""
 
-    def __init__(self, capacity: int = 100_000) -> None:
+    def __init__(self, capacity: int = 100_000, *, stream: str | None = None) -> None:
         check_param(
             isinstance(capacity, int) and capacity >= 1,
             "history",
@@ -81,13 +90,15 @@ class PingHistory:
             "must be an integer >= 1",
         )
         self.capacity = capacity
+        self.stream = new_stream_id() if stream is None else stream
         self._lock = threading.Lock()
         self._raws: list[str] = []
         self._base = 0  # sequence of self._raws[0]
         self._emitted = 0
 
-    def extend(self, first_sequence: int, raws: Sequence[str]) -> None:
-        """Add records ``first_sequence, first_sequence + 1, ...`` (contiguous with the head)."""
+    def extend(self, first_sequence: int, raws: Sequence[str], *, count: bool = True) -> None:
+        """Add records ``first_sequence, first_sequence + 1, ...`` (contiguous with the head);
+        ``count=False`` for records loaded from disk, which ``emitted`` does not count."""
         with self._lock:
             if self._raws and first_sequence != self._base + len(self._raws):
                 raise ValueError(
@@ -96,7 +107,8 @@ class PingHistory:
             if not self._raws:
                 self._base = first_sequence
             self._raws.extend(raws)
-            self._emitted += len(raws)
+            if count:
+                self._emitted += len(raws)
             if len(self._raws) > 2 * self.capacity:  # amortised trim, O(1) per record
                 drop = len(self._raws) - self.capacity
                 del self._raws[:drop]
@@ -110,10 +122,10 @@ class PingHistory:
         return max(self._base, last - self.capacity + 1), last
 
     def head(self) -> dict[str, Any]:
-        """``{"first", "last", "emitted"}`` as served by ``GET /head``."""
+        """``{"stream", "first", "last", "emitted"}`` as served by ``GET /head``."""
         with self._lock:
             first, last = self._bounds()
-            return {"first": first, "last": last, "emitted": self._emitted}
+            return {"stream": self.stream, "first": first, "last": last, "emitted": self._emitted}
 
     def read(self, since: int, limit: int) -> list[str]:
         """Up to ``limit`` records after ``since``; :class:`SinceTooOld` if some are gone."""
@@ -132,6 +144,7 @@ class PingHistory:
 def create_app(state: PingHistory) -> FastAPI:
     """The FastAPI app serving ``state``."""
     app = FastAPI(title="fleetsim-beta", description="GPS pings of a simulated fleet")
+    stream_header = {STREAM_HEADER: state.stream}
 
     @app.get("/pings")
     async def pings(
@@ -149,9 +162,12 @@ def create_app(state: PingHistory) -> FastAPI:
                     f"{state.capacity} records and the oldest available is {exc.oldest}",
                     "requested_since": since,
                     "oldest_available": exc.oldest,
+                    "stream": state.stream,
                 },
+                headers=stream_header,
             )
-        return Response(content="[" + ",".join(raws) + "]", media_type="application/json")
+        body = "[" + ",".join(raws) + "]"
+        return Response(body, media_type="application/json", headers=stream_header)
 
     @app.get("/head")
     async def head() -> dict[str, Any]:
@@ -237,7 +253,8 @@ class BetaSimulator(SimulatorRun):
     """Generates deterministic fleet pings into a :class:`PingHistory` served over HTTP.
 
     ``start()`` serves and generates in background threads; ``emitted`` counts records
-    added to the history.
+    this process added. With ``data_dir`` they go to a :class:`DurableLog` first and survive
+    a restart: same stream id, same records, next sequence (the fleet restarts from ``seed``).
     """
 
     source = "beta"
@@ -256,11 +273,28 @@ class BetaSimulator(SimulatorRun):
         journal: str | os.PathLike[str] | None = None,
         vin_prefix: str = "1B",
         clock: Callable[[], float] = time.time,
+        data_dir: str | os.PathLike[str] | None = None,
+        segment_records: int = DEFAULT_SEGMENT_RECORDS,
     ) -> None:
         check_emission_params(rate, malformed_every, max_pings)
-        self.state = PingHistory(history)
-        self._server = ServerThread(create_app(self.state), host, port)
         self._init_run(seed, vehicles, vin_prefix, rate, malformed_every, max_pings, journal, clock)
+        disk = None if data_dir is None else DurableLog(data_dir, history, segment_records)
+        try:
+            self.state = PingHistory(history, stream=None if disk is None else disk.stream)
+            self._server = ServerThread(create_app(self.state), host, port)
+        except BaseException:
+            if disk is not None:
+                disk.close()
+            raise
+        self.durable_log = disk
+        if disk is not None:
+            self.state.extend(disk.tail_first, disk.tail, count=False)
+            self._next_sequence = disk.next_sequence
+
+    @property
+    def stream(self) -> str:
+        """The stream id, served by ``GET /head`` and in the ``X-Stream-Id`` header."""
+        return self.state.stream
 
     @property
     def host(self) -> str:
@@ -306,11 +340,13 @@ class BetaSimulator(SimulatorRun):
         self._raise_if_failed()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop generating, shut the server down and release the port."""
+        """Stop generating, shut the server down and release the port (and the data dir)."""
         try:
             self.finish(timeout)
         finally:
             self._server.stop(timeout)
+            if self.durable_log is not None and self._thread is None:
+                self.durable_log.close()  # never started: release the data directory
 
     def _generate_in_thread(self) -> None:
         journal = None if self.journal_path is None else JournalWriter(self.journal_path)
@@ -327,10 +363,13 @@ class BetaSimulator(SimulatorRun):
         finally:
             if journal is not None:
                 journal.close()
+            if self.durable_log is not None:
+                self.durable_log.close()
             self._done.set()
 
     def _emit(self, times: list[float], journal: JournalWriter | None) -> None:
-        """Make one record per time, journal them, then add them to the history."""
+        """Make one record per time, write them to the durable log (if any) and the journal,
+        then add them to the history."""
         first = self._next_sequence
         raws: list[str] = []
         records: list[JournalRecord] = []
@@ -346,6 +385,8 @@ class BetaSimulator(SimulatorRun):
                         "beta", sequence, kind is not None, kind, raw, None if kind else ping
                     )
                 )
+        if self.durable_log is not None:
+            self.durable_log.append(first, raws)
         if journal is not None:
             journal.append(records)
         self.state.extend(first, raws)

@@ -97,7 +97,12 @@ def test_bad_parameters_are_422(beta: BetaSimulator, params: dict) -> None:
 
 def test_head_and_health(beta: BetaSimulator) -> None:
     head = requests.get(f"{beta.base_url}/head", timeout=5).json()
-    assert head == {"first": EMITTED - HISTORY + 1, "last": EMITTED, "emitted": EMITTED}
+    assert head == {
+        "stream": beta.stream,
+        "first": EMITTED - HISTORY + 1,
+        "last": EMITTED,
+        "emitted": EMITTED,
+    }
     assert requests.get(f"{beta.base_url}/health", timeout=5).json() == {"status": "ok"}
     assert beta.emitted == EMITTED and beta.url.endswith(f":{beta.port}/pings")
 
@@ -181,11 +186,11 @@ def test_app_over_an_empty_and_a_trimmed_history() -> None:
     try:
         assert requests.get(f"{base}/pings", params={"since": 7}, timeout=5).json() == []
         head = requests.get(f"{base}/head", timeout=5).json()
-        assert head == {"first": None, "last": 0, "emitted": 0}
+        assert head == {"stream": history.stream, "first": None, "last": 0, "emitted": 0}
         for first in range(1, 20, 2):
             history.extend(first, [json.dumps({"sequence": s}) for s in (first, first + 1)])
         head = requests.get(f"{base}/head", timeout=5).json()
-        assert head == {"first": 18, "last": 20, "emitted": 20}
+        assert head == {"stream": history.stream, "first": 18, "last": 20, "emitted": 20}
         got = requests.get(f"{base}/pings", params={"since": 17}, timeout=5).json()
         assert [o["sequence"] for o in got] == [18, 19, 20]
         assert requests.get(f"{base}/pings", params={"since": 16}, timeout=5).status_code == 410

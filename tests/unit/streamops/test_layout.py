@@ -53,6 +53,7 @@ def test_savepoint_cluster_and_data_paths(layout: StateLayout) -> None:
     assert layout.pid_file("master") == root / "cluster" / "pids" / "master.json"
     assert layout.lib_dir == root / "lib"
     assert layout.alpha_dir == root / "data" / "alpha"
+    assert layout.beta_dir == root / "data" / "beta"
     assert layout.default_store_url == f"sqlite:///{root}/fleet.db"
 
 
