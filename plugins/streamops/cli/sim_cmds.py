@@ -119,6 +119,12 @@ def add_beta_arguments(parser: argparse.ArgumentParser) -> None:
         "the stream id survive a restart. Without it the history is in memory only and every "
         "start is a new stream (new id) from sequence 1",
     )
+    parser.add_argument(
+        "--linger",
+        action="store_true",
+        help="after --max-pings records, go on serving them until stopped (SIGTERM), so that "
+        "readers can catch up (default: stop serving at once)",
+    )
     _add_common(parser, seed=2, vin_prefix="1B")
 
 
@@ -157,13 +163,15 @@ def run_beta(args: argparse.Namespace, settings: Settings) -> int:
         data_dir=args.data_dir,
     )
     log.info("fleetsim-beta stream %s, next sequence %d", sim.stream, sim.state.head()["last"] + 1)
-    return run_foreground(sim, progress_every=args.progress_every)
+    return run_foreground(sim, progress_every=args.progress_every, linger=args.linger)
 
 
 def run_foreground(
-    sim: Simulator, *, progress_every: float = 10.0, stop_event: threading.Event | None = None
-) -> int:
-    """Run ``sim`` until ``stop_event``, SIGINT/SIGTERM or the end of its ``max_pings``."""
+    sim: Simulator, *, progress_every: float = 10.0, stop_event: threading.Event | None = None,
+    linger: bool = False,
+) -> int:  # fmt: skip
+    """Run ``sim`` until ``stop_event``, SIGINT/SIGTERM or the end of its ``max_pings`` (with
+    ``linger``, until stopped: a server goes on serving what it emitted)."""
     stop = stop_event if stop_event is not None else threading.Event()
     restore = _install_signal_handlers(stop)
     started = time.monotonic()
@@ -171,6 +179,11 @@ def run_foreground(
         sim.start()
         try:
             _wait_with_progress(sim, stop, progress_every)
+            if linger and not stop.is_set():
+                log.info("fleetsim-%s: %d records emitted; serving them until stopped",
+                         sim.source, sim.emitted)  # fmt: skip
+                while not stop.wait(0.2):
+                    pass
         except KeyboardInterrupt:
             log.info("fleetsim-%s: interrupted", sim.source)
         finally:

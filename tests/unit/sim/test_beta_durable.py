@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +262,32 @@ def test_the_stack_runs_beta_with_its_data_dir(tmp_path: Path) -> None:
     assert argv[argv.index("--data-dir") + 1] == str(settings.layout.beta_dir)
     assert settings.layout.beta_dir == settings.state_root / "data" / "beta"
     assert "--data-dir" not in commands["fleetsim-alpha"]
+
+
+def test_cli_linger_serves_after_max_pings_until_sigterm(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamops.sim.beta", "--port", str(port), "--rate", "2000",
+         "--max-pings", "20", "--linger", "--data-dir", str(tmp_path / "beta")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        head: dict = {}
+        while time.monotonic() < deadline and head.get("emitted") != 20:
+            try:
+                head = requests.get(f"http://127.0.0.1:{port}/head", timeout=2).json()
+            except requests.RequestException:
+                time.sleep(0.1)
+        assert head.get("last") == 20
+        time.sleep(1.0)
+        assert proc.poll() is None  # still serving
+        assert len(requests.get(f"http://127.0.0.1:{port}/pings?since=0", timeout=2).json()) == 20
+        proc.terminate()
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -177,8 +177,6 @@ def test_restart_from_earliest_after_a_replaced_stream(sim: BetaSimulator, tmp_p
 
 
 def test_a_partition_of_another_stream_is_not_read(sim: BetaSimulator) -> None:
-    if stream_of(sim) is None:
-        pytest.skip("this fleetsim-beta serves no stream identity")
     with pytest.raises(SourceResetError, match="now serves stream"):
         list(reader(sim.url).read(BetaRange(PINGS - 10, PINGS, "another")))
 

@@ -66,8 +66,6 @@ def test_caught_up_is_ok(settings: Settings, beta: BetaSimulator) -> None:
 def test_a_replaced_stream_fails_naming_both_positions(
     settings: Settings, beta: BetaSimulator
 ) -> None:
-    if stream_of(beta) is None:
-        pytest.skip("this fleetsim-beta serves no stream identity")
     level, message = judge(settings, beta, {"sequence": 250, "stream": "old"})
     assert level is Level.FAIL
     assert "committed sequence 250 of stream old" in message

@@ -1,0 +1,165 @@
+"""Faults from outside, on one fleet-pings job of the session's cluster, the oracle after them.
+
+fleetsim-beta runs as a real process on its own data directory (a durable log):
+
+1. frozen (SIGSTOP) for 25 s: the job never exits, alpha keeps flowing, the beta source is
+   ``degraded`` in the status and health warns; thawed, it is ``ok`` again;
+2. stopped and started again on its data directory: it keeps its stream and sequence and the
+   job reads on where it left off; the sinks then equal the batch recomputation over every
+   record both simulators emitted (0 lost, 0 duplicated, 0 different);
+3. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
+   the positions, the driver is not relaunched in a loop, and health fails naming it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.beta_process import BetaProcess
+from support.integration import ClusterHandle, describe_job, wait_until
+
+from spark_jobs.runtime.savepointing import committed_offsets
+from spark_jobs.sinks import store
+from streamops.checkpoint_cut import last_batch
+from streamops.health import Level, Thresholds, run_checks
+from streamops.sim import AlphaSimulator, read_journal
+from streamops.sim.journal import valid_pings
+from streamops.sim.oracle import (
+    compare_quarantine,
+    compare_vehicles,
+    compare_windows,
+    latest_per_vin,
+    tumbling_windows,
+)
+from streamops.spec import load_spec
+from streamops.submit import submit_job
+
+pytestmark = pytest.mark.integration
+SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"
+JOB = "fleet-faults"
+RATE = 30.0
+FREEZE_S = 25
+
+
+def stage_batches(cluster: ClusterHandle) -> dict[str, int]:
+    view = cluster.registry.view(JOB)
+    return {n: int(s.get("batch_id") or -1) for n, s in view.stages.items()}
+
+
+def committed(cluster: ClusterHandle) -> dict[str, dict[str, object]]:
+    """Per stage, the end offsets of its last committed batch (from the checkpoints)."""
+    out: dict[str, dict[str, object]] = {}
+    for stage in ("vehicles", "vehicle-stats-1m"):
+        checkpoint = cluster.settings.layout.checkpoint(JOB, stage)
+        merged: dict[str, object] = {}
+        for offset in committed_offsets(checkpoint, last_batch(checkpoint / "commits")):
+            merged.update(offset)
+        out[stage] = merged
+    return out
+
+
+def test_beta_frozen_restarted_and_replaced(
+    spark_cluster: ClusterHandle, tmp_path: Path, free_port: Callable[[], int]
+) -> None:
+    cluster, registry = spark_cluster, spark_cluster.registry
+    alpha_dir = tmp_path / "alpha"
+    alpha = AlphaSimulator(
+        alpha_dir, seed=21, vehicles=30, rate=RATE, pings_per_file=40, malformed_every=101,
+        max_pings=int(RATE * 150), journal=tmp_path / "alpha.jsonl",
+    )  # fmt: skip
+    beta = BetaProcess(free_port(), tmp_path / "beta-log", tmp_path / "beta.jsonl",
+                       tmp_path / "beta.log", rate=RATE)  # fmt: skip
+    base = load_spec(SPEC)
+    spec = base.model_copy(update={
+        "name": JOB, "trigger_interval": "1 second",
+        "args": {**base.args, "alpha_dir": str(alpha_dir), "beta_url": beta.url,
+                 "store_url": f"sqlite:///{tmp_path / 'fleet.db'}"},
+    })  # fmt: skip
+    describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
+    beta.start()
+    alpha.start()
+    try:
+        submit_job(spec, cluster.settings, wait_healthy=300)
+        stream = beta.head()["stream"]
+
+        # 1. beta frozen: the job lives on, alpha flows, the source is degraded, health warns
+        beta.freeze()
+        frozen_at = time.monotonic()
+        before = stage_batches(cluster)
+        wait_until(
+            lambda: (registry.view(JOB).status.get("sources_state") or {})
+            .get("fleetsim-beta", {}).get("state") == "degraded",
+            20, "the beta source to report itself degraded", describe=describe,
+        )  # fmt: skip
+        sources = [r for r in run_checks(cluster.settings, groups=["sources"]).results
+                   if r.name == f"{JOB}/fleetsim-beta"]  # fmt: skip
+        assert sources and sources[0].level is Level.WARN, sources
+        assert "degraded since" in sources[0].message
+        time.sleep(max(0.0, FREEZE_S - (time.monotonic() - frozen_at)))
+        view = registry.view(JOB)
+        assert view.is_live and view.state == "RUNNING", describe()
+        after = stage_batches(cluster)
+        assert all(after[s] > before[s] + 3 for s in before), (before, after)  # alpha flowed
+        beta.thaw()
+        wait_until(
+            lambda: registry.view(JOB).status["sources_state"]["fleetsim-beta"]["state"] == "ok",
+            30, "the beta source to be ok again", describe=describe,
+        )  # fmt: skip
+
+        # 2. beta stopped and started again on its log: same stream, the sequence goes on
+        beta.stop()
+        last_before = max(r.sequence for r in read_journal(tmp_path / "beta.jsonl"))
+        beta.start(max_pings=int(RATE * 10))
+        head = beta.head()
+        assert head["stream"] == stream and head["last"] >= last_before
+        final_beta = beta.wait_generated(int(RATE * 10))
+        assert alpha.wait_done(300), "fleetsim-alpha did not finish"
+        final_alpha = max(p.name for p in alpha_dir.glob("pings-*.csv"))
+        wait_until(
+            lambda: all(p.get("sequence") == final_beta and p.get("file") == final_alpha
+                        for p in committed(cluster).values()),
+            240, f"{JOB} to read up to beta {final_beta} and alpha {final_alpha}",
+            describe=describe,
+        )  # fmt: skip
+        records = read_journal(tmp_path / "alpha.jsonl") + read_journal(tmp_path / "beta.jsonl")
+        beta_seqs = [r.sequence for r in records if r.source == "beta"]
+        assert beta_seqs == list(range(1, final_beta + 1))  # one log, no gap, no repeat
+        good = valid_pings(records)
+        engine = store.engine_for(spec.args["store_url"])
+        for result in (
+            compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles)),
+            compare_windows(tumbling_windows(good), store.read_table(engine, store.vehicle_stats)),
+            compare_quarantine([r for r in records if r.malformed],
+                               store.read_table(engine, store.quarantine)),  # fmt: skip
+        ):
+            assert result.ok, result.summary()
+        assert not (registry.view(JOB).status["sources_state"]["fleetsim-beta"].get("losses"))
+
+        # 3. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
+        beta.stop()
+        shutil.rmtree(beta.data_dir)
+        beta.start(max_pings=50)
+        new_stream = beta.head()["stream"]
+        assert new_stream != stream
+        wait_until(lambda: registry.view(JOB).status.get("state") == "FAILED", 120,
+                   "the job to fail on the replaced stream", describe=describe)  # fmt: skip
+        error = str(registry.view(JOB).status.get("error"))
+        assert f"committed offset is sequence {final_beta} of stream {stream}" in error, error
+        assert new_stream in error and "restart_from_earliest" in error
+        wait_until(lambda: not registry.view(JOB).is_live, 60,
+                   "the failed driver to end without a relaunch", describe=describe)  # fmt: skip
+        time.sleep(3)
+        view = registry.view(JOB)
+        assert not view.is_live and view.driver_state == "FINISHED", describe()
+        jobs = [r for r in run_checks(cluster.settings, Thresholds(), groups=["jobs"]).results
+                if r.name == JOB]  # fmt: skip
+        assert jobs and jobs[0].level is Level.FAIL and "was reset" in jobs[0].message, jobs
+    finally:
+        alpha.stop()
+        beta.stop()
+        if registry.view(JOB).is_live:
+            registry.cancel(JOB)
