@@ -111,6 +111,10 @@ class StateLayout:
         """Where the job's source readers write their state (``ok``/``degraded``, losses)."""
         return self.job_dir(job) / "sources"
 
+    def spool_dir(self, job: str) -> Path:
+        """Where the job's sources keep the records fetched for their planned batches."""
+        return self.job_dir(job) / "spool"
+
     def lease_file(self, job: str) -> Path:
         return self.job_dir(job) / "lease.json"
 

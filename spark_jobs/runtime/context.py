@@ -123,7 +123,8 @@ class JobContext:
         newest data, :mod:`spark_jobs.sources.positions`); ``gate_file`` holds the sources of
         armed queries back until :meth:`run` opens the gate (:meth:`arm`). ``state_dir`` is
         where the sources report their upstream's state, ``on_source_reset`` the spec's choice
-        when an upstream was reset (:mod:`spark_jobs.sources.source_state`).
+        when an upstream was reset (:mod:`spark_jobs.sources.source_state`), ``spool_dir``
+        where they keep what they fetched for a planned batch (:mod:`spark_jobs.sources.spool`).
         """
         opts = {
             "source_id": source_id,
@@ -132,6 +133,7 @@ class JobContext:
         }
         if not self.rehearsal:
             opts["state_dir"] = str(self.layout.sources_state_dir(self.job))
+            opts["spool_dir"] = str(self.layout.spool_dir(self.job))
         if source_id in self.start_positions:
             opts["start_offset"] = json.dumps(self.start_positions[source_id])
         if self.start_positions_file is not None:

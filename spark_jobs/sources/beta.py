@@ -23,7 +23,9 @@ from a savepoint: where a new query starts) or ``start_offsets_file`` (see ``pos
 ``timeout`` (seconds, default 10), ``head_timeout`` (seconds, default 2: how long a trigger
 waits for the head), ``read_patience`` (seconds, default 120), ``on_source_reset``
 (``fail``, the default, or ``restart_from_earliest``), ``state_dir`` (where the source's state
-is written), ``source_id`` (stored in every offset, default ``beta:<url>``), ``pause_file``
+is written), ``spool_dir`` (with it, a batch is admitted only once its records were fetched
+into the spool, from which its partitions read: :mod:`spark_jobs.sources.spool`),
+``fetch_timeout`` (seconds, default 5), ``source_id`` (stored in every offset, default ``beta:<url>``), ``pause_file``
 (while it exists, nothing new is admitted: the query drains to a batch boundary and idles),
 ``gate_file`` and ``rehearsal`` (see ``positions``).
 """
@@ -57,6 +59,7 @@ from spark_jobs.sources.source_state import (
     SourceState,
     on_reset_policy,
 )
+from spark_jobs.sources.spool import Spool
 
 BETA_SCHEMA = StructType(
     [StructField("sequence", LongType(), False), StructField("raw", StringType(), False)]
@@ -156,7 +159,13 @@ def fetch_range(
                     f"(oldest available: {oldest}); records in that range are lost upstream"
                 )
             _check_status(resp)
-            records = resp.json()
+            try:
+                records = resp.json()
+            except ValueError as exc:  # a body cut short: the range is asked again
+                raise BetaSourceError(
+                    f"fleetsim-beta at {pings_url} answered a body that is not JSON for "
+                    f"since={expected - 1} ({exc}); nothing was skipped"
+                ) from exc
             if not isinstance(records, list) or not records:
                 raise SourceResetError(
                     f"fleetsim-beta at {pings_url} returned no records for since={expected - 1}"
@@ -190,6 +199,8 @@ class BetaStreamReader(DataSourceStreamReader):
         self.on_reset = on_reset_policy(options)
         self.options = dict(options)
         self.state = SourceState(self.source_id, options.get("state_dir") or None)
+        self.spool_dir = options.get("spool_dir") or None
+        self.fetch_timeout = float(options.get("fetch_timeout", min(self.timeout, 5.0)))
         self._initial: dict[str, Any] | None = None
 
     def _offset(self, sequence: int, stream: str | None, **extra: Any) -> dict:
@@ -247,9 +258,31 @@ class BetaStreamReader(DataSourceStreamReader):
             last = min(last, begin + limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
+        if self.spool_dir and stream and last > begin:
+            last = self._spool(begin, last, stream)
         if not extra and last <= begin and stream == start.get("stream"):
             return start
         return self._offset(max(begin, last), stream, **extra)
+
+    def _spool(self, begin: int, target: int, stream: str) -> int:
+        """Fetch the records after ``begin`` up to ``target`` that the spool lacks and spool
+        them; the last sequence on hand (the batch admits no more). An upstream that stops
+        answering meanwhile degrades the source, keeping what was fetched."""
+        spool = Spool(self.spool_dir or "", stream)
+        have = spool.covered_until(begin)
+        if have >= target:
+            return target
+        raws: list[str] = []
+        try:
+            for _, raw in fetch_range(
+                self.url, have, target, self.fetch_timeout, stream=stream, patience=0
+            ):
+                raws.append(raw)
+        except BetaSourceError as exc:
+            self.state.degraded(f"{self.url} failed while records were fetched: {exc}"[:300])
+        finally:
+            spool.write(have + 1, raws)
+        return have + len(raws)
 
     @staticmethod
     def _problem(start: dict, head: dict[str, Any]) -> str | None:
@@ -301,6 +334,11 @@ class BetaStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         assert isinstance(partition, BetaRange)
+        if self.spool_dir and partition.stream:
+            rows = Spool(self.spool_dir, partition.stream).read(partition.since, partition.until)
+            if rows is not None:
+                yield from rows
+                return
         yield from fetch_range(
             self.url,
             partition.since,
@@ -311,7 +349,9 @@ class BetaStreamReader(DataSourceStreamReader):
         )
 
     def commit(self, end: dict) -> None:
-        """Nothing to release: the server keeps a bounded history on its own."""
+        """Prune the spool up to ``end`` (the server keeps a bounded history on its own)."""
+        if self.spool_dir and end.get("stream"):
+            Spool(self.spool_dir, str(end["stream"])).prune(int(end["sequence"]))
 
 
 class BetaDataSource(DataSource):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import requests
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, ReadMaxRows
 
 from spark_jobs.sources.alpha import AlphaStreamReader
@@ -26,7 +28,8 @@ from spark_jobs.sources.source_state import (
     on_reset_policy,
     source_reset_message,
 )
-from streamops.sim.beta import BetaSimulator
+from spark_jobs.sources.spool import Spool, spooled_ranges
+from streamops.sim.beta import BetaSimulator, ServerThread
 
 PINGS = 500
 HISTORY = 200
@@ -301,3 +304,70 @@ def test_a_committed_file_that_changes_or_disappears_is_reported(tmp_path: Path)
     source.latestOffset(start, ReadAllAvailable())
     changes = [e["change"] for e in alpha_state(state)["changed_files"]]
     assert changes == ["changed after it was read", "disappeared"]
+
+
+# --- the spool: a planned batch never waits for the upstream ------------------------------
+def test_a_spooled_batch_is_read_without_the_server(tmp_path: Path) -> None:
+    sim = BetaSimulator(port=0, rate=100_000, max_pings=300, history=1000)
+    sim.start()
+    try:
+        assert sim.wait_done(30)
+        stream = stream_of(sim)
+        source = reader(sim.url, spool_dir=str(tmp_path / "spool"), partition_size="100")
+        start = {"source": "fleetsim-beta", "sequence": 20, "stream": stream}
+        end = source.latestOffset(start, ReadMaxRows(250))
+        assert end["sequence"] == 270
+        served = sim.state.read(20, 250)
+    finally:
+        sim.stop()  # the server is gone: the planned batch reads the spool
+    rows = [row for p in source.partitions(start, end) for row in source.read(p)]
+    assert [seq for seq, _ in rows] == list(range(21, 271))
+    assert [json.loads(raw) for _, raw in rows] == [json.loads(raw) for raw in served]
+    # another stage's reader finds the range spooled and fetches nothing
+    other = reader(sim.url, spool_dir=str(tmp_path / "spool"))
+    assert other._spool(20, 270, str(stream)) == 270
+
+
+def test_a_server_failing_mid_fetch_admits_what_was_fetched(tmp_path: Path) -> None:
+    app = FastAPI()
+
+    @app.get("/head")
+    async def head() -> dict:
+        return {"first": 1, "last": 50, "emitted": 50, "stream": "s"}
+
+    @app.get("/pings")
+    async def pings(since: int, limit: int) -> JSONResponse:
+        if since >= 30:
+            return JSONResponse({"error": "overloaded"}, status_code=503)
+        upto = min(since + limit, 30)
+        records = [{"sequence": n, "vin": "V"} for n in range(since + 1, upto + 1)]
+        return JSONResponse(records, headers={"X-Stream-Id": "s"})
+
+    server = ServerThread(app, port=0)
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{server.port}/pings"
+        source = reader(url, tmp_path / "state", spool_dir=str(tmp_path / "spool"))
+        start = {"source": "fleetsim-beta", "sequence": 10, "stream": "s"}
+        end = source.latestOffset(start, ReadAllAvailable())
+        assert end["sequence"] == 30  # the batch admits what is on hand, nothing beyond
+        assert state_file(tmp_path / "state")["state"] == "degraded"
+        assert "HTTP 503" in state_file(tmp_path / "state")["reason"]
+        rows = [seq for p in source.partitions(start, end) for seq, _ in source.read(p)]
+        assert rows == list(range(11, 31))
+    finally:
+        server.stop()
+
+
+def test_spool_chains_overlapping_files_and_prunes_old_ones(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, "s")
+    spool.write(1, ["a1", "a2", "a3"])
+    spool.write(3, ["b3", "b4", "b5"])
+    spool.write(8, ["c8"])
+    assert spool.covered_until(0) == 5 and spool.covered_until(7) == 8
+    assert spool.read(1, 5) == [(2, "a2"), (3, "a3"), (4, "b4"), (5, "b5")]
+    assert spool.read(4, 8) is None  # 6 and 7 are not held: the upstream replays them
+    spool.prune(5, min_age=3600)
+    assert spooled_ranges(tmp_path, "s") == [(1, 3), (3, 5), (8, 8)]  # too young to go
+    spool.prune(3, min_age=0)
+    assert spooled_ranges(tmp_path, "s") == [(3, 5), (8, 8)]
