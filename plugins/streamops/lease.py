@@ -2,8 +2,9 @@
 
 ``jobs/<job>/lease.json`` holds the epoch, the holder (driver id, app id, host, pid) and a
 heartbeat. A driver acquires the lease before it writes anything: if another holder's
-heartbeat is fresh it is refused (:class:`Fenced`); if the heartbeat is stale (the holder
-died, e.g. before ``--supervise`` relaunched it) the new driver takes over with the next
+heartbeat is fresh and its process may be alive it is refused (:class:`Fenced`); if the
+heartbeat is stale, or the holder's process on this host is gone (the holder died, e.g.
+with its node, before ``--supervise`` relaunched it), the new driver takes over with the next
 epoch. Every change happens under an exclusive ``flock`` of ``lease.lock``. A driver that
 finds a different epoch in the file has lost its lease and must stop writing.
 """
@@ -60,7 +61,7 @@ def acquire(
     """Take the job's lease for ``holder`` or raise :class:`Fenced` naming the live holder."""
     with _locked(layout, job):
         current = read_lease(layout, job)
-        if current and current.holder != holder and current.fresh:
+        if current and current.holder != holder and current.fresh and not holder_gone(current):
             raise Fenced(
                 f"job {job} is already run by driver {current.holder} on {current.host} "
                 f"(epoch {current.epoch}, heartbeat {time.time() - current.heartbeat_at:.0f}s "
@@ -74,6 +75,22 @@ def acquire(
         )  # fmt: skip
         write_json_atomic(layout.lease_file(job), asdict(lease))
         return lease
+
+
+def holder_gone(lease: Lease) -> bool:
+    """Whether the lease's holder is provably dead: its process, on this host, is gone. A
+    driver relaunched after its node died (a new driver id) then takes the job over at once
+    instead of waiting out the TTL; a holder on another host is waited for (its heartbeat is
+    the only evidence)."""
+    if lease.host != socket.gethostname() or lease.pid <= 0:
+        return False
+    try:
+        os.kill(lease.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def heartbeat(layout: StateLayout, lease: Lease) -> Lease:

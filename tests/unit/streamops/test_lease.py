@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from streamops import lease
-from streamops.layout import StateLayout
+from streamops.layout import StateLayout, write_json_atomic
 
 JOB = "fleet-pings"
 
@@ -36,6 +39,24 @@ def test_a_relaunched_driver_takes_over_a_stale_lease(layout: StateLayout) -> No
     time.sleep(0.3)
     taken = lease.acquire(layout, JOB, "driver-2")
     assert taken.epoch == 2 and taken.holder == "driver-2"
+
+
+def test_a_fresh_lease_of_a_dead_process_on_this_host_is_taken_at_once(
+    layout: StateLayout,
+) -> None:
+    """A driver relaunched after its node died gets a new driver id: it must not wait out the
+    TTL of a holder whose process is provably gone."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    held = lease.acquire(layout, JOB, "driver-1")
+    write_json_atomic(layout.lease_file(JOB), {**asdict(held), "pid": int(child.stdout)})
+    assert lease.read_lease(layout, JOB).fresh  # type: ignore[union-attr]
+    taken = lease.acquire(layout, JOB, "driver-2")
+    assert taken.epoch == 2 and taken.holder == "driver-2"
+    # a holder on another host is only known by its heartbeat: waited for
+    write_json_atomic(layout.lease_file(JOB), {**asdict(taken), "host": "elsewhere", "pid": 1})
+    with pytest.raises(lease.Fenced, match="already run by driver driver-2"):
+        lease.acquire(layout, JOB, "driver-3")
 
 
 def test_the_old_holder_learns_it_lost_the_lease(layout: StateLayout) -> None:
