@@ -1,0 +1,193 @@
+"""Benchmark: recovery of fleet-pings after faults, and lost/duplicated against the oracle.
+
+Starts its own local cluster (2 workers), both simulators at ``--rate`` pings/s, fleet-pings
+v1; then, one after the other on the same job, with ``--settle`` seconds of steady running
+before each:
+
+- ``node``: kill -9 of the node that hosts the driver: the worker daemon, the driver and the
+  executors on it (the worker's whole process group). The worker is started again afterwards
+  (as an operator would) so that the next fault finds two;
+- ``executor``: kill -9 of one executor JVM of the job;
+- ``driver``: kill -9 of the driver's JVM alone (its Python child with it).
+
+For each it prints when the fault was detected (the master shows the worker DEAD or the
+driver relaunched; for an executor, the job's stages go on) and the recovery: seconds from
+the kill to every stage's next committed batch. At the end the simulators stop, the job
+catches up and the sinks are compared with the batch recomputation: lost / extra / different.
+
+    .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,executor,driver
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from bench_upgrade import wait_caught_up
+from harness import bench_cluster, discard, fleet_spec
+
+from spark_jobs.sinks import store
+from streamops.class_training import train_class_archives
+from streamops.cluster.client import MasterClient
+from streamops.cluster.local import LocalCluster
+from streamops.jobs import JobRegistry
+from streamops.settings import Settings
+from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
+from streamops.sim.journal import valid_pings
+from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
+from streamops.submit import submit_job
+
+JOB = "fleet-bench-failover"
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def driver_jvm(settings: Settings) -> tuple[int, str]:
+    """The pid of the job's driver JVM (a DriverWrapper) and the worker it runs under."""
+    view = JobRegistry(settings).view(JOB)
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    for line in ps.splitlines():
+        if "DriverWrapper" in line and view.driver_id and view.driver_id in line:
+            return int(line.split()[0]), str(view.worker)
+    raise SystemExit(f"no driver JVM of {view.driver_id} found")
+
+
+def executor_jvm(settings: Settings) -> int:
+    app = JobRegistry(settings).view(JOB).status.get("app_id")
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    for line in ps.splitlines():
+        if "CoarseGrainedExecutorBackend" in line and app and app in line:
+            return int(line.split()[0])
+    raise SystemExit(f"no executor of {app} found")
+
+
+def next_batches(settings: Settings, after: float) -> dict[str, float]:
+    """Per stage, the first batch committed after ``after`` (from status-history.jsonl)."""
+    out: dict[str, float] = {}
+    for line in settings.layout.status_history(JOB).read_text().splitlines():
+        rec = json.loads(line)
+        if float(rec.get("last_batch_at") or 0) > after:
+            out.setdefault(rec["stage"], float(rec["last_batch_at"]))
+    return out
+
+
+def wait_recovered(settings: Settings, t0: float, stages: set[str], timeout: float = 180) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = next_batches(settings, t0)
+        if stages <= set(found):
+            return max(found[s] for s in stages) - t0
+        time.sleep(0.2)
+    raise SystemExit(f"no batch of every stage within {timeout:.0f}s of the fault")
+
+
+def detect(settings: Settings, t0: float, old_driver: str | None, worker: str | None) -> float:
+    """Seconds until the master shows the fault: the worker DEAD or the driver relaunched."""
+    client = MasterClient(settings)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = client.state()
+        dead = any(w.get("state") == "DEAD" and f"{w.get('host')}:{w.get('port')}" == worker
+                   for w in state.get("workers") or [])  # fmt: skip
+        moved = all(d.get("id") != old_driver for d in state.get("activedrivers") or [])
+        if dead or moved:
+            return time.time() - t0
+        time.sleep(0.05)
+    return float("nan")
+
+
+def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]) -> str:
+    view = JobRegistry(settings).view(JOB)
+    t0 = time.time()
+    detected = float("nan")
+    if kind == "node":
+        pid, worker = driver_jvm(settings)
+        name = next(n for n, r in cluster.daemons().items()
+                    if r.kind.value == "worker" and str(r.ports.get("port")) in worker)  # fmt: skip
+        record = cluster.daemons()[name]
+        t0 = time.time()
+        os.killpg(record.pgid, signal.SIGKILL)
+        detected = detect(settings, t0, view.driver_id, worker)
+        recovery = wait_recovered(settings, t0, stages)
+        cluster.add_worker(name)  # back to two workers for the next fault
+    elif kind == "driver":
+        pid, worker = driver_jvm(settings)
+        t0 = time.time()
+        for child in children(pid):
+            os.kill(child, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
+        detected = detect(settings, t0, view.driver_id, None)
+        recovery = wait_recovered(settings, t0, stages)
+    else:
+        t0 = time.time()
+        os.kill(executor_jvm(settings), signal.SIGKILL)
+        recovery = wait_recovered(settings, t0, stages)
+    return f"{kind:9s} detected {detected:5.1f} s  recovered {recovery:5.1f} s"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rate", type=float, default=100.0, help="pings/s of each simulator")
+    ap.add_argument("--faults", default="node,executor,driver")
+    ap.add_argument("--settle", type=float, default=20.0, help="steady seconds before a fault")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    root, settings, cluster = bench_cluster("bench-failover-", "3g")
+    work = root / "work"
+    alpha = AlphaSimulator(work / "alpha", seed=5, rate=args.rate, journal=work / "a.jsonl")
+    beta = BetaSimulator(port=0, seed=6, rate=args.rate, journal=work / "b.jsonl")
+    url = f"sqlite:///{work / 'fleet.db'}"
+    lines = []
+    try:
+        cluster.start()
+        print(train_class_archives(settings).describe(), flush=True)
+        beta.start()
+        alpha.start()
+        spec = fleet_spec("fleet-pings.yaml", JOB, "1 second",
+                          {"alpha_dir": str(work / "alpha"), "beta_url": beta.url,
+                           "store_url": url})  # fmt: skip
+        submit_job(spec, settings, wait_healthy=600)
+        stages = set(JobRegistry(settings).view(JOB).stages)
+        for kind in args.faults.split(","):
+            time.sleep(args.settle)
+            line = fault(cluster, settings, kind.strip(), stages)
+            print(line, flush=True)
+            lines.append(line)
+        time.sleep(5)
+        alpha.stop()
+        beta.finish()
+        wait_caught_up(JobRegistry(settings), JOB, work / "alpha", beta.emitted)
+        good = valid_pings(read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl"))
+        engine = store.engine_for(url)
+        veh = compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles))
+        win = compare_windows(tumbling_windows(good), store.read_table(engine, store.vehicle_stats))
+        lines.append(
+            f"oracle: vehicles {len(veh.missing)} lost / {len(veh.unexpected)} extra / "
+            f"{len(veh.different)} different; windows {len(win.missing)} lost / "
+            f"{len(win.unexpected)} extra / {len(win.different)} different (of {win.expected})"
+        )
+    finally:
+        alpha.stop()
+        beta.stop()
+        registry = JobRegistry(settings)
+        try:
+            if registry.view(JOB).is_live:
+                registry.cancel(JOB)
+        finally:
+            cluster.stop()
+            discard(Path(root))
+    print(f"\nfailover benchmark ({args.rate:.0f} pings/s per source, trigger 1 s, 2 workers):")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
