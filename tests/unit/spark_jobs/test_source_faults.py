@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, ReadMaxRows
+from support.beta_server import beta_serving, stream_of
 
 from spark_jobs.sources.alpha import AlphaStreamReader
 from spark_jobs.sources.beta import BetaRange, BetaSourceError, BetaStreamReader
@@ -38,13 +38,8 @@ HISTORY = 200
 @pytest.fixture(scope="module")
 def sim() -> Iterator[BetaSimulator]:
     """A fleetsim-beta that emitted PINGS records and holds only the last HISTORY."""
-    beta = BetaSimulator(port=0, rate=100_000, max_pings=PINGS, history=HISTORY)
-    beta.start()
-    try:
-        assert beta.wait_done(30)
+    with beta_serving(PINGS, HISTORY) as beta:
         yield beta
-    finally:
-        beta.stop()
 
 
 @pytest.fixture
@@ -63,10 +58,6 @@ def frozen_url() -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         s.listen(16)
         yield f"http://127.0.0.1:{s.getsockname()[1]}/pings"
-
-
-def stream_of(beta: BetaSimulator) -> str | None:
-    return requests.get(f"{beta.base_url}/head", timeout=5).json().get("stream")
 
 
 def reader(url: str, state_dir: Path | None = None, **options: str) -> BetaStreamReader:

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadMaxFiles,
     ReadMaxRows,
     ReadMinRows,
 )
+from support.beta_server import beta_serving, stream_of
 
 from spark_jobs.sources.alpha import (
     AlphaDataSource,
@@ -244,30 +244,15 @@ def test_alpha_data_source() -> None:
 @pytest.fixture(scope="module")
 def beta() -> Iterator[BetaSimulator]:
     """A real fleetsim-beta that emitted BETA_PINGS records and keeps them all."""
-    sim = BetaSimulator(port=0, rate=100_000, max_pings=BETA_PINGS, history=100_000)
-    sim.start()
-    try:
-        assert sim.wait_done(30)
+    with beta_serving(BETA_PINGS, 100_000) as sim:
         yield sim
-    finally:
-        sim.stop()
 
 
 @pytest.fixture(scope="module")
 def short_beta() -> Iterator[BetaSimulator]:
     """A fleetsim-beta holding only the last SMALL_HISTORY of its SMALL_PINGS records."""
-    sim = BetaSimulator(port=0, rate=100_000, max_pings=SMALL_PINGS, history=SMALL_HISTORY)
-    sim.start()
-    try:
-        assert sim.wait_done(30)
+    with beta_serving(SMALL_PINGS, SMALL_HISTORY) as sim:
         yield sim
-    finally:
-        sim.stop()
-
-
-def stream_of(sim: BetaSimulator) -> str | None:
-    """The stream identity the simulator serves (``GET /head``)."""
-    return requests.get(f"{sim.base_url}/head", timeout=5).json().get("stream")
 
 
 def B(sequence: int, stream: str | None = None) -> dict[str, object]:

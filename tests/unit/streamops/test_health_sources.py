@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
+from support.beta_server import beta_serving, stream_of
 
 from streamops.health import Level, Observation, Thresholds, check_sources
 from streamops.jobs import JobView
@@ -23,22 +23,13 @@ PINGS, HISTORY = 300, 100
 
 @pytest.fixture(scope="module")
 def beta() -> Iterator[BetaSimulator]:
-    sim = BetaSimulator(port=0, rate=100_000, max_pings=PINGS, history=HISTORY)
-    sim.start()
-    try:
-        assert sim.wait_done(30)
+    with beta_serving(PINGS, HISTORY) as sim:
         yield sim
-    finally:
-        sim.stop()
 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings.from_env({}, state_root=str(tmp_path / "state"))
-
-
-def stream_of(sim: BetaSimulator) -> str | None:
-    return requests.get(f"{sim.base_url}/head", timeout=5).json().get("stream")
 
 
 def judge(
