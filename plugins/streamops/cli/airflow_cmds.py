@@ -34,8 +34,8 @@ def login_lines(stack: Any) -> str:
     """Where the UI is and how to log in (printed by ``up`` and ``airflow start|status``)."""
     return (
         f"  Airflow UI        {stack.options.url}\n"
-        f"  Airflow login     user admin, password {stack.password()}\n"
-        f"                    (kept in {stack.password_file}, or set STREAMOPS_AIRFLOW_PASSWORD)"
+        f"  Airflow login     user admin, password in {stack.password_file}\n"
+        "                    (or the STREAMOPS_AIRFLOW_PASSWORD you set; never printed)"
     )
 
 
