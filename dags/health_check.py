@@ -10,7 +10,7 @@ One task per group of checks, so the grid shows at a glance what is red:
 | `check_cluster` | master ALIVE; expected workers ALIVE (a dead worker is named) |
 | `check_jobs` | every declared job runs; a FAILED job shows its error |
 | `check_progress` | per stage: last batch age (`max_batch_age_s`), processed vs input rate |
-| `check_sources` | per source: reset or replaced upstream (fail, both positions), degraded source (warn, then fail), counted losses and late files, backlog |
+| `check_sources` | per source: reset upstream (fail), degraded (warn, then fail), losses, backlog |
 | `check_sinks` | newest row in the job's store (`max_sink_age_s` while data flows) |
 
 A declared job was submitted and not cancelled or deliberately stopped since.

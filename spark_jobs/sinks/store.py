@@ -8,14 +8,20 @@ keyed, so replaying a batch after a failure changes nothing:
 - ``vehicle_stats``: one row per ``(vin, window_start)``; the streaming aggregation emits
   the window's complete running values, so an upsert replaces them;
 - ``quarantine``: one row per ``(source, position)``; a replayed bad record is ignored.
+
+A store that cannot be reached (a restarting PostgreSQL, a lost connection) is retried with a
+capped backoff for up to :data:`RETRY_S` seconds, the batch waiting meanwhile: the
+transaction of a failed attempt was rolled back, and the writes are keyed, so the attempt
+that succeeds applies the batch once.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -37,6 +43,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 metadata = MetaData()
 
@@ -87,6 +94,47 @@ quarantine = Table(
 )
 
 _engines: dict[str, Engine] = {}
+log = logging.getLogger("spark_jobs.store")
+RETRY_S = 300.0
+"""How long a write waits for an unreachable store before its batch fails."""
+T = TypeVar("T")
+
+
+_SQLITE_AWAY = ("database is locked", "unable to open database file", "disk I/O error")
+
+
+def unreachable(exc: DBAPIError) -> bool:
+    """Whether ``exc`` says the store could not be reached (retry) rather than that the
+    statement is wrong (fail): a lost or refused connection (no SQLSTATE, or class 08 and 57P,
+    the server shutting down or starting), a busy or missing SQLite file."""
+    if exc.connection_invalidated:
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    code = getattr(exc.orig, "pgcode", "") or ""
+    if type(exc.orig).__module__.startswith("sqlite3"):
+        return any(text in str(exc.orig) for text in _SQLITE_AWAY)
+    return not code or code.startswith(("08", "57P"))
+
+
+def retrying(what: str, attempt: Callable[[], T], patience: float | None = None) -> T:
+    """Run ``attempt``; while the store is unreachable (a connection error), again after 0.5,
+    1, 2, 4, 5, 5 ... seconds, for at most ``patience`` (default :data:`RETRY_S`)."""
+    deadline = time.monotonic() + (RETRY_S if patience is None else patience)
+    delay, tries = 0.5, 0
+    while True:
+        try:
+            return attempt()
+        except DBAPIError as exc:
+            if not unreachable(exc):
+                raise  # a wrong statement or a constraint: retrying cannot help
+            tries += 1
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("store unreachable during %s (attempt %d: %s); retrying in %.1fs, "
+                        "nothing was written", what, tries, str(exc.orig)[:200], delay)  # fmt: skip
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 job_releases = Table(
     "job_releases",
     metadata,
@@ -106,8 +154,7 @@ def engine_for(url: str) -> Engine:
         engine = _engines.get(url)
         if engine is None:
             engine = _create_engine(url)
-            metadata.create_all(engine)
-            _migrate(engine)
+            retrying("creating the tables", lambda: _prepare(engine))
             _engines[url] = engine
         return engine
 
@@ -125,6 +172,21 @@ def _create_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+def _prepare(engine: Engine) -> None:
+    metadata.create_all(engine)
+    _migrate(engine)
+
+
+def _write(engine: Engine, what: str, stmt: Any, batch: list[dict[str, Any]]) -> None:
+    """Execute ``stmt`` for ``batch`` in one transaction, retried while the store is away."""
+
+    def attempt() -> None:
+        with engine.begin() as conn:
+            conn.execute(stmt, batch)
+
+    retrying(what, attempt)
 
 
 def _migrate(engine: Engine) -> None:
@@ -157,8 +219,7 @@ def upsert_vehicles(engine: Engine, rows: Iterable[Mapping[str, Any]], job_versi
         set_={c.name: ex[c.name] for c in vehicles.columns if c.name != "vin"},
         where=newer,
     )
-    with engine.begin() as conn:
-        conn.execute(stmt, batch)
+    _write(engine, "the vehicles upsert", stmt, batch)
     return len(batch)
 
 
@@ -176,8 +237,7 @@ def upsert_stats(
         index_elements=[table.c[k] for k in keys],
         set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
     )
-    with engine.begin() as conn:
-        conn.execute(stmt, batch)
+    _write(engine, f"the {table.name} upsert", stmt, batch)
     return len(batch)
 
 
@@ -189,8 +249,7 @@ def insert_quarantine(engine: Engine, rows: Iterable[Mapping[str, Any]], job: st
     stmt = _insert(engine, quarantine).on_conflict_do_nothing(
         index_elements=[quarantine.c.source, quarantine.c.position]
     )
-    with engine.begin() as conn:
-        conn.execute(stmt, batch)
+    _write(engine, "the quarantine insert", stmt, batch)
     return len(batch)
 
 

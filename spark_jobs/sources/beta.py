@@ -25,9 +25,9 @@ waits for the head), ``read_patience`` (seconds, default 120), ``on_source_reset
 (``fail``, the default, or ``restart_from_earliest``), ``state_dir`` (where the source's state
 is written), ``spool_dir`` (with it, a batch is admitted only once its records were fetched
 into the spool, from which its partitions read: :mod:`spark_jobs.sources.spool`),
-``fetch_timeout`` (seconds, default 5), ``source_id`` (stored in every offset, default ``beta:<url>``), ``pause_file``
-(while it exists, nothing new is admitted: the query drains to a batch boundary and idles),
-``gate_file`` and ``rehearsal`` (see ``positions``).
+``fetch_timeout`` (seconds, default 5), ``source_id`` (stored in every offset, default
+``beta:<url>``), ``pause_file`` (while it exists, nothing new is admitted: the query drains to
+a batch boundary and idles), ``gate_file`` and ``rehearsal`` (see ``positions``).
 """
 
 from __future__ import annotations

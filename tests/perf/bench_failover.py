@@ -111,11 +111,10 @@ def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]
     detected = float("nan")
     if kind == "node":
         pid, worker = driver_jvm(settings)
-        name = next(n for n, r in cluster.daemons().items()
-                    if r.kind.value == "worker" and str(r.ports.get("port")) in worker)  # fmt: skip
-        record = cluster.daemons()[name]
+        group = os.getpgid(pid)  # a worker leads its process group: its drivers and executors
+        name = next(n for n, r in cluster.daemons().items() if r.pgid == group)
         t0 = time.time()
-        os.killpg(record.pgid, signal.SIGKILL)
+        os.killpg(group, signal.SIGKILL)
         detected = detect(settings, t0, view.driver_id, worker)
         recovery = wait_recovered(settings, t0, stages)
         cluster.add_worker(name)  # back to two workers for the next fault

@@ -8,6 +8,8 @@ each test uses its own URL; the engines are disposed at teardown.
 from __future__ import annotations
 
 import random
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,8 +29,10 @@ from sqlalchemy import (
     inspect,
     text,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
 from support.postgres import throwaway_database
+from support.tcp_proxy import TcpProxy
 
 from spark_jobs.sinks import store
 from streamops.sim.fleet import Fleet, Ping
@@ -297,3 +301,45 @@ def test_obd_codes_migration_keeps_old_rows(db: Store) -> None:
     rows = vehicles_by_vin(db)
     assert rows[new_pings[0].vin]["obd_codes"] == ["P0420"]
     assert rows[new_pings[1].vin]["job_version"] == "0"
+
+
+# --- an unreachable store -------------------------------------------------------------------
+def test_a_write_waits_for_an_unreachable_postgresql_and_applies_once(pg_database: str) -> None:
+    """PostgreSQL behind a proxy that is cut for two seconds (open connections broken, new
+    ones refused): the upsert retries, then applies the batch exactly once."""
+    url = make_url(pg_database)
+    proxy = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
+    proxy.start()
+    through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    try:
+        engine = store.engine_for(through)
+        first, second = fleet_pings(rounds=2)
+        store.upsert_vehicles(engine, [vehicle_row(p) for p in first], "1")
+        proxy.cut()
+        timer = threading.Timer(2.0, proxy.restore)
+        timer.start()
+        began = time.monotonic()
+        store.upsert_vehicles(engine, [vehicle_row(p) for p in second], "1")
+        assert time.monotonic() - began >= 1.5  # it waited for the store
+        timer.join()
+        rows = store.read_table(engine, store.vehicles)
+        assert sorted((r["vin"], r["sequence"]) for r in rows) == sorted(
+            (p.vin, p.sequence) for p in second
+        )
+    finally:
+        proxy.cut()
+        store.engine_for(through).dispose()
+
+
+def test_a_wrong_statement_is_not_retried(tmp_path: Path) -> None:
+    engine = store.engine_for(f"sqlite:///{tmp_path / 'x.db'}")
+    began = time.monotonic()
+    with pytest.raises(DBAPIError):
+        store.retrying("a bad statement", lambda: engine.connect().execute(text("SELEC 1")))
+    assert time.monotonic() - began < 1
+
+
+def test_an_unreachable_store_fails_after_its_patience(tmp_path: Path) -> None:
+    missing = create_engine(f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}")
+    with pytest.raises(OperationalError):
+        store.retrying("a write", lambda: missing.connect(), patience=1.0)
