@@ -4,16 +4,22 @@ fleetsim-beta runs as a real process on its own data directory (a durable log):
 
 1. frozen (SIGSTOP) for 25 s: the job never exits, alpha keeps flowing, the beta source is
    ``degraded`` in the status and health warns; thawed, it is ``ok`` again;
-2. stopped and started again on its data directory: it keeps its stream and sequence and the
-   job reads on where it left off; the sinks then equal the batch recomputation over every
-   record both simulators emitted (0 lost, 0 duplicated, 0 different);
-3. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
+2. then the node that hosts the driver is killed (kill -9 of the worker with the driver and
+   executors): the driver is relaunched on the other worker and every stage commits again;
+3. beta stopped and started again on its data directory: it keeps its stream and sequence and
+   the job reads on where it left off; the sinks then equal the batch recomputation over
+   every record both simulators emitted (0 lost, 0 duplicated, 0 different);
+4. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
    the positions, the driver is not relaunched in a loop, and health fails naming it.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,7 +68,32 @@ def committed(cluster: ClusterHandle) -> dict[str, dict[str, object]]:
     return out
 
 
-def test_beta_frozen_restarted_and_replaced(
+def kill_driver_node(cluster: ClusterHandle) -> tuple[float, str]:
+    """kill -9 the process group of the worker that runs the job's driver (a worker leads
+    its group: its drivers and executors die with it); when, and the worker's name."""
+    driver = cluster.registry.view(JOB).driver_id
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    pid = next(int(line.split()[0]) for line in ps.splitlines()
+               if "DriverWrapper" in line and driver and driver in line)  # fmt: skip
+    group = os.getpgid(pid)
+    name = next(n for n, r in cluster.cluster.daemons().items() if r.pgid == group)
+    killed_at = time.time()
+    os.killpg(group, signal.SIGKILL)
+    return killed_at, name
+
+
+def next_batches(cluster: ClusterHandle, after: float, stages: set[str]) -> float | None:
+    """Seconds from ``after`` until every stage committed a batch, or None while one has not."""
+    found: dict[str, float] = {}
+    history = cluster.settings.layout.status_history(JOB)
+    for line in history.read_text().splitlines():
+        rec = json.loads(line)
+        if float(rec.get("last_batch_at") or 0) > after:
+            found.setdefault(rec["stage"], float(rec["last_batch_at"]))
+    return max(found[s] for s in stages) - after if stages <= set(found) else None
+
+
+def test_faults_from_outside(
     spark_cluster: ClusterHandle, tmp_path: Path, free_port: Callable[[], int]
 ) -> None:
     cluster, registry = spark_cluster, spark_cluster.registry
@@ -110,7 +141,18 @@ def test_beta_frozen_restarted_and_replaced(
             30, "the beta source to be ok again", describe=describe,
         )  # fmt: skip
 
-        # 2. beta stopped and started again on its log: same stream, the sequence goes on
+        # 2. kill -9 of the node that hosts the driver (worker, driver, executors): the
+        # master relaunches the driver on the other worker, which takes the lease at once
+        killed_at, worker = kill_driver_node(cluster)
+        recovered = wait_until(lambda: next_batches(cluster, killed_at, {"vehicles",
+                                                                         "vehicle-stats-1m"}),
+                               120, "every stage to commit after the node's death",
+                               describe=describe)  # fmt: skip
+        print(f"node kill: every stage committed again {recovered:.1f}s after it")
+        assert registry.view(JOB).is_live, describe()
+        cluster.cluster.add_worker(worker)  # the next tests find two workers again
+
+        # 3. beta stopped and started again on its log: same stream, the sequence goes on
         beta.stop()
         last_before = max(r.sequence for r in read_journal(tmp_path / "beta.jsonl"))
         beta.start(max_pings=int(RATE * 10))
@@ -139,7 +181,7 @@ def test_beta_frozen_restarted_and_replaced(
             assert result.ok, result.summary()
         assert not (registry.view(JOB).status["sources_state"]["fleetsim-beta"].get("losses"))
 
-        # 3. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
+        # 4. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
         beta.stop()
         shutil.rmtree(beta.data_dir)
         beta.start(max_pings=50)
