@@ -72,7 +72,7 @@ def kill_driver_node(cluster: ClusterHandle) -> tuple[float, str]:
     """kill -9 the process group of the worker that runs the job's driver (a worker leads
     its group: its drivers and executors die with it); when, and the worker's name."""
     driver = cluster.registry.view(JOB).driver_id
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     pid = next(int(line.split()[0]) for line in ps.splitlines()
                if "DriverWrapper" in line and driver and driver in line)  # fmt: skip
     group = os.getpgid(pid)

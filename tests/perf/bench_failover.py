@@ -54,7 +54,7 @@ def children(pid: int) -> list[int]:
 def driver_jvm(settings: Settings) -> tuple[int, str]:
     """The pid of the job's driver JVM (a DriverWrapper) and the worker it runs under."""
     view = JobRegistry(settings).view(JOB)
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     for line in ps.splitlines():
         if "DriverWrapper" in line and view.driver_id and view.driver_id in line:
             return int(line.split()[0]), str(view.worker)
@@ -63,7 +63,7 @@ def driver_jvm(settings: Settings) -> tuple[int, str]:
 
 def executor_jvm(settings: Settings) -> int:
     app = JobRegistry(settings).view(JOB).status.get("app_id")
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     for line in ps.splitlines():
         if "CoarseGrainedExecutorBackend" in line and app and app in line:
             return int(line.split()[0])
