@@ -245,7 +245,6 @@ class BetaStreamReader(DataSourceStreamReader):
         except TRANSIENT as exc:
             self.state.degraded(f"{self.url} did not answer ({type(exc).__name__})")
             return start
-        self.state.ok()
         begin = int(start["sequence"])
         stream = head.get("stream") or start.get("stream")
         last = int(head.get("last") or 0)
@@ -258,20 +257,24 @@ class BetaStreamReader(DataSourceStreamReader):
             last = min(last, begin + limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
+        fetched = True
         if self.spool_dir and stream and last > begin:
-            last = self._spool(begin, last, stream)
+            last, fetched = self._spool(begin, last, stream)
+        if fetched:  # the server answered everything asked of it
+            self.state.ok()
         if not extra and last <= begin and stream == start.get("stream"):
             return start
         return self._offset(max(begin, last), stream, **extra)
 
-    def _spool(self, begin: int, target: int, stream: str) -> int:
+    def _spool(self, begin: int, target: int, stream: str) -> tuple[int, bool]:
         """Fetch the records after ``begin`` up to ``target`` that the spool lacks and spool
-        them; the last sequence on hand (the batch admits no more). An upstream that stops
-        answering meanwhile degrades the source, keeping what was fetched."""
+        them; the last sequence on hand (the batch admits no more) and whether the server
+        gave all that was asked. A server that stops answering meanwhile degrades the source,
+        keeping what was fetched."""
         spool = Spool(self.spool_dir or "", stream)
         have = spool.covered_until(begin)
         if have >= target:
-            return target
+            return target, True
         raws: list[str] = []
         try:
             for _, raw in fetch_range(
@@ -280,9 +283,10 @@ class BetaStreamReader(DataSourceStreamReader):
                 raws.append(raw)
         except BetaSourceError as exc:
             self.state.degraded(f"{self.url} failed while records were fetched: {exc}"[:300])
+            return have + len(raws), False
         finally:
             spool.write(have + 1, raws)
-        return have + len(raws)
+        return have + len(raws), True
 
     @staticmethod
     def _problem(start: dict, head: dict[str, Any]) -> str | None:

@@ -316,7 +316,7 @@ def test_a_spooled_batch_is_read_without_the_server(tmp_path: Path) -> None:
     assert [json.loads(raw) for _, raw in rows] == [json.loads(raw) for raw in served]
     # another stage's reader finds the range spooled and fetches nothing
     other = reader(sim.url, spool_dir=str(tmp_path / "spool"))
-    assert other._spool(20, 270, str(stream)) == 270
+    assert other._spool(20, 270, str(stream)) == (270, True)
 
 
 def test_a_server_failing_mid_fetch_admits_what_was_fetched(tmp_path: Path) -> None:
@@ -346,6 +346,9 @@ def test_a_server_failing_mid_fetch_admits_what_was_fetched(tmp_path: Path) -> N
         assert "HTTP 503" in state_file(tmp_path / "state")["reason"]
         rows = [seq for p in source.partitions(start, end) for seq, _ in source.read(p)]
         assert rows == list(range(11, 31))
+        source.state._next_try = 0.0  # asked again: the head answers, the records do not
+        assert source.latestOffset(end, ReadAllAvailable()) == end
+        assert source.state.failures == 2  # still degraded, the backoff grows
     finally:
         server.stop()
 
