@@ -82,9 +82,9 @@ def savepoint_and_upgrade() -> None:
     @task(multiple_outputs=True)
     def plan(ctx: dict) -> dict:
         """Dry run: nothing stops. The plan is printed; a refused plan fails the run here."""
-        from streamops.jobs import JobRegistry
+        from streamops.jobs import JobRegistry, current_spec
         from streamops.spec import load_spec
-        from streamops.upgrade import current_spec, default_savepoint_name, plan_upgrade
+        from streamops.upgrade import default_savepoint_name, plan_upgrade
         from streamops_airflow.exceptions import ProcedureFailed
         from streamops_airflow.hooks import SparkStandaloneHook
 

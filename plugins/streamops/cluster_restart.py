@@ -29,14 +29,13 @@ from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterRestartFailed, StreamopsError
-from streamops.jobs import JobRegistry
+from streamops.jobs import JobRegistry, current_spec
 from streamops.layout import read_json, write_json_atomic
 from streamops.releases import ReleaseStore
 from streamops.restore import savepoint_job, start_from_savepoint
 from streamops.savepoints import get_savepoint
 from streamops.scale import running_workers
 from streamops.settings import Settings
-from streamops.upgrade import current_spec
 
 log = logging.getLogger("streamops.cluster_restart")
 

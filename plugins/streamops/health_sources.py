@@ -25,7 +25,7 @@ import requests
 
 from streamops.exceptions import StreamopsError
 from streamops.health_report import CheckResult, Level
-from streamops.jobs import JobView
+from streamops.jobs import JobView, current_spec
 from streamops.settings import Settings
 
 if TYPE_CHECKING:  # the observation is health's; this module only reads it
@@ -57,8 +57,6 @@ def _position(offset: dict[str, Any]) -> tuple[int, str]:
 
 def spec_args(settings: Settings, job: str) -> dict[str, Any] | None:
     """The resolved args of the job's last submitted spec; ``None`` if none is recorded."""
-    from streamops.upgrade import current_spec
-
     try:
         spec = current_spec(settings, job)
     except StreamopsError:

@@ -23,6 +23,7 @@ from streamops.layout import append_jsonl, read_json
 from streamops.lease import read_lease
 from streamops.names import check_name
 from streamops.settings import Settings
+from streamops.spec import JobSpec, spec_from_dict
 
 log = logging.getLogger("streamops.jobs")
 
@@ -60,6 +61,21 @@ class JobView:
             and bool(self.stages)
             and all(s.get("ready") for s in self.stages.values())
         )
+
+
+def current_spec(settings: Settings, job: str) -> JobSpec:
+    """The spec of the running driver's submission (else the last one that was no standby)."""
+    subs = [
+        s for s in read_submissions(settings.layout.submissions_file(job))
+        if s.get("event") == "submitted" and s.get("spec")
+    ]  # fmt: skip
+    if not subs:
+        raise JobNotFound(f"job {job} has no recorded submission; submit it first")
+    running = (read_json(settings.layout.status_file(job)) or {}).get("driver_id")
+    chosen = [s for s in subs if running and s.get("driver_id") == running] or [
+        s for s in subs if not s.get("standby")
+    ] or subs  # fmt: skip
+    return spec_from_dict(chosen[-1]["spec"], f"last submission of {job}")
 
 
 def read_submissions(path: Path) -> list[dict[str, Any]]:

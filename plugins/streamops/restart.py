@@ -22,11 +22,10 @@ from typing import Any, Literal, get_args
 from streamops import savepoints
 from streamops.exceptions import ConfigError, JobError
 from streamops.intents import read_intent, record_intent
-from streamops.jobs import JobRegistry, read_submissions
+from streamops.jobs import JobRegistry, current_spec, read_submissions
 from streamops.restore import savepoint_job, start_from_savepoint
 from streamops.settings import Settings
 from streamops.submit import submit_job
-from streamops.upgrade import current_spec
 
 log = logging.getLogger("streamops.restart")
 

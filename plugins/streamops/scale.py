@@ -21,7 +21,7 @@ from streamops.cluster.client import MasterClient, WorkerInfo, free_cores
 from streamops.cluster.daemons import worker_index
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterError, ConfigError, JobError, StreamopsError
-from streamops.jobs import JobRegistry
+from streamops.jobs import JobRegistry, current_spec
 from streamops.settings import Settings
 
 log = logging.getLogger("streamops.scale")
@@ -172,8 +172,6 @@ def verify_batches_continue(settings: Settings, marks: BatchMarks,
 def rebalance_candidates(settings: Settings) -> list[str]:
     """Running jobs granted fewer cores than they ask for while ALIVE workers have free
     cores: the master could not place their executors (e.g. executor size vs new workers)."""
-    from streamops.upgrade import current_spec
-
     client = MasterClient(settings)
     free = free_cores(client.workers())
     apps = {a.name: a for a in client.active_apps()}
@@ -195,8 +193,6 @@ def rebalance(settings: Settings, job: str, health_timeout: float = 300.0) -> st
     """Restart ``job`` from a fresh savepoint so its executors spread over the workers."""
     from streamops.restore import savepoint_job, start_from_savepoint
     from streamops.savepoints import get_savepoint
-    from streamops.upgrade import current_spec
-
     spec = current_spec(settings, job)
     name = f"{job}-rebalance-{int(time.time())}"
     log.info("rebalancing %s: savepoint %s with cancel, then start from it", job, name)

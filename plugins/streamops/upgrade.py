@@ -19,12 +19,11 @@ from typing import Any
 
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.intents import record_intent
-from streamops.jobs import JobRegistry, read_submissions
-from streamops.layout import read_json
+from streamops.jobs import JobRegistry, current_spec
 from streamops.planner import StageAction, UpgradePlan, describe_spec_stages
 from streamops.restore import savepoint_job, start_from_savepoint, wait_driver_ended
 from streamops.settings import Settings
-from streamops.spec import JobSpec, spec_from_dict
+from streamops.spec import JobSpec
 from streamops.standby import (
     Standby,
     abort_standby,
@@ -54,21 +53,6 @@ class UpgradeOutcome:
     plan: str
     savepoint_s: float
     start_s: float
-
-
-def current_spec(settings: Settings, job: str) -> JobSpec:
-    """The spec of the running driver's submission (else the last one that was no standby)."""
-    subs = [
-        s for s in read_submissions(settings.layout.submissions_file(job))
-        if s.get("event") == "submitted" and s.get("spec")
-    ]  # fmt: skip
-    if not subs:
-        raise JobNotFound(f"job {job} has no recorded submission; submit it first")
-    running = (read_json(settings.layout.status_file(job)) or {}).get("driver_id")
-    chosen = [s for s in subs if running and s.get("driver_id") == running] or [
-        s for s in subs if not s.get("standby")
-    ] or subs  # fmt: skip
-    return spec_from_dict(chosen[-1]["spec"], f"last submission of {job}")
 
 
 def running_stages(settings: Settings, job: str) -> dict[str, dict[str, Any]]:

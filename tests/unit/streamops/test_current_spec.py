@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from streamops.exceptions import JobNotFound
+from streamops.jobs import current_spec
 from streamops.layout import append_jsonl, write_json_atomic
 from streamops.settings import Settings
-from streamops.upgrade import current_spec
 
 SPEC = {"name": "fleet", "entrypoint": "spark_jobs.fleet_pings", "trigger_interval": "1 second"}
 
