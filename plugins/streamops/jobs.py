@@ -28,6 +28,7 @@ from streamops.spec import JobSpec, spec_from_dict
 log = logging.getLogger("streamops.jobs")
 
 LIVE_DRIVER_STATES = frozenset({"SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"})
+ENDED_DRIVER_STATES = frozenset({"FAILED", "ERROR", "KILLED", "FINISHED"})
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ class JobRegistry:
                     f"job {name} failed on start (driver {view.status.get('driver_id')}): "
                     f"{str(view.status.get('error'))[:1500]}"
                 )
-            if not view.is_live and view.driver_state in ("FAILED", "ERROR", "KILLED", "FINISHED"):
+            if not view.is_live and view.driver_state in ENDED_DRIVER_STATES:
                 raise JobError(
                     f"job {name} did not become healthy: driver {since_driver or view.driver_id} "
                     f"ended {view.driver_state}. {self.failure_detail(view, since_driver)}"

@@ -20,7 +20,7 @@ from typing import Any
 from streamops import savepoints
 from streamops.cluster.client import free_cores
 from streamops.exceptions import JobError
-from streamops.jobs import JobRegistry
+from streamops.jobs import ENDED_DRIVER_STATES, JobRegistry
 from streamops.layout import read_json, write_json_atomic
 from streamops.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
 from streamops.settings import Settings
@@ -91,7 +91,7 @@ def start_standby(
                 f"{failed.get('error')}"
             )
         state = registry.client.submission_status(driver).driver_state
-        if state in ("FAILED", "ERROR", "KILLED", "FINISHED"):
+        if state in ENDED_DRIVER_STATES:
             view = registry.view(spec.name)
             raise JobError(
                 f"standby v{spec.version} of {spec.name} ended {state} before it was ready. "

@@ -18,11 +18,9 @@ from airflow.sdk import BaseOperator
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from streamops.exceptions import StreamopsError
-from streamops.jobs import JobRegistry, JobView
+from streamops.jobs import ENDED_DRIVER_STATES, JobRegistry, JobView
 from streamops.settings import Settings
 from streamops_airflow.exceptions import ProcedureFailed
-
-ENDED = frozenset({"FAILED", "ERROR", "KILLED", "FINISHED"})
 
 
 def health_verdict(
@@ -52,7 +50,7 @@ def health_verdict(
     if since_driver and view.status.get("state") == "FAILED" and newer:
         error = str(view.status.get("error"))[:1500]
         return "failed", f"job {view.name} failed on start (driver {since_driver}): {error}"
-    if not view.is_live and view.driver_state in ENDED:
+    if not view.is_live and view.driver_state in ENDED_DRIVER_STATES:
         return "failed", (
             f"job {view.name} did not become healthy: driver {since_driver or view.driver_id} "
             f"ended {view.driver_state}"
