@@ -11,13 +11,14 @@ import base64
 import importlib
 import json
 import logging
+import os
 import sys
 import time
 
 from pyspark.sql import SparkSession
 
 from spark_jobs import forkserver
-from spark_jobs.runtime import standby
+from spark_jobs.runtime import hot_standby, standby
 from spark_jobs.runtime.context import JobContext, short_error
 from spark_jobs.sources.source_state import source_reset_message
 from streamops import lease
@@ -41,6 +42,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         metavar="TOKEN",
         help="warm standby: build and validate, then wait for the go file of TOKEN",
     )
+    parser.add_argument(
+        "--hot-standby", action="store_true",
+        help="a hot job's standby: wait for its running driver, arm, take over when it dies",
+    )  # fmt: skip
     parser.add_argument(
         "--standby-executors", type=int, default=0,
         help="executors a standby waits for and warms up (free cores beside the old version)",
@@ -77,6 +82,14 @@ def run(
         if args.start_positions_b64
         else {}
     )
+    behind = None
+    if spec.standby == "hot" and not args.standby:
+        if hot_standby.should_stand_by(layout, spec.name, args.hot_standby):
+            try:  # before the session: a standby never competes with its primary's start
+                behind = hot_standby.wait_for_primary(layout, spec.name)
+            except hot_standby.Dismissed as exc:
+                log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
+                return 0
     spark = SparkSession.builder.appName(spec.name).getOrCreate()
     log.info("job %s v%s: Spark session up after %.1fs", spec.name, spec.version,
              time.monotonic() - started)  # fmt: skip
@@ -97,6 +110,17 @@ def run(
             standby.report_failure(layout, spec.name, args.standby, exc)
             raise
         ctx.restored_from(standby.wait_for_go(layout, spec.name, args.standby))
+    elif behind is not None:
+        ctx = JobContext(
+            spark, spec, layout, gate_file=layout.standby_gate_file(spec.name, f"hot-{os.getpid()}")
+        )
+        try:
+            module.build(ctx)
+            hot_standby.stand_by(ctx, behind, module.build)
+        except hot_standby.Dismissed as exc:
+            log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
+            spark.stop()
+            return 0
     else:
         ctx = JobContext(
             spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions

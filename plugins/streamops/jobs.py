@@ -46,6 +46,7 @@ class JobView:
     input_rows_per_second: float | None
     processed_rows_per_second: float | None
     status: dict[str, Any] = field(default_factory=dict, repr=False)
+    standby: str | None = None  # a hot job's live standby driver ("driver-… armed")
 
     @property
     def stages(self) -> dict[str, dict[str, Any]]:
@@ -138,7 +139,10 @@ class JobRegistry:
             if s.get("event") == "submitted"
         ]
         candidates = [c for c in (status.get("driver_id"),) if c]
-        candidates += [s["driver_id"] for s in reversed(submitted) if s.get("driver_id")]
+        candidates += [
+            s["driver_id"] for s in reversed(submitted)
+            if s.get("driver_id") and not s.get("hot_standby")
+        ]  # fmt: skip
         active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
         done = [DriverInfo.from_json(d) for d in master.get("completeddrivers") or []]
         live = next(
@@ -164,7 +168,37 @@ class JobRegistry:
             input_rows_per_second=_rate(status, "input_rows_per_second"),
             processed_rows_per_second=_rate(status, "processed_rows_per_second"),
             status=status,
+            standby=self._standby(name, submitted, active, live.id if live else None),
         )
+
+    def _standby(
+        self, name: str, submitted: list[dict[str, Any]], active: list[DriverInfo],
+        primary: str | None,
+    ) -> str | None:  # fmt: skip
+        """A hot job's live standby driver: ``armed`` once it wrote its file, else
+        ``starting`` (it waits for the running driver, then builds and warms up)."""
+        ids = self.standby_drivers(name, submitted, active) - {primary}
+        if not ids:
+            return None
+        armed = (read_json(self.layout.hot_standby_file(name)) or {}).get("driver_id")
+        chosen = armed if armed in ids else sorted(ids)[-1]
+        return f"{chosen} {'armed' if chosen == armed else 'starting'}"
+
+    def standby_drivers(
+        self, name: str, submitted: list[dict[str, Any]] | None = None,
+        active: list[DriverInfo] | None = None,
+    ) -> set[str]:  # fmt: skip
+        """Live drivers of ``name`` that are hot standbys: submitted as one, or armed as one
+        (a relaunched driver whose standby took the job over stands by in its turn)."""
+        if submitted is None:
+            submitted = read_submissions(self.layout.submissions_file(name))
+        if active is None:
+            active = self.client.active_drivers()
+        ids = {s["driver_id"] for s in submitted if s.get("hot_standby") and s.get("driver_id")}
+        armed = (read_json(self.layout.hot_standby_file(name)) or {}).get("driver_id")
+        if armed:
+            ids.add(str(armed))
+        return {d.id for d in active if d.id in ids and d.state in LIVE_DRIVER_STATES}
 
     def driver_live(self, driver_id: str) -> bool:
         """Whether the master lists ``driver_id`` among its live drivers."""
@@ -240,6 +274,10 @@ class JobRegistry:
                 f"job {name} has a live application but its driver did not identify itself "
                 f"within {timeout:.0f}s; kill it from the master UI"
             )
+        for standby in sorted(self.standby_drivers(name) - {view.driver_id}):
+            # first: a standby would take the job over when its driver dies
+            log.info("cancelling job %s: killing its hot standby %s", name, standby)
+            self.kill_driver(name, standby)
         log.info("cancelling job %s: killing driver %s", name, view.driver_id)
         self.kill_driver(name, view.driver_id)
         deadline = time.monotonic() + timeout

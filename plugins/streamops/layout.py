@@ -107,6 +107,11 @@ class StateLayout:
         blocked until then, start reading."""
         return self.standby_dir(job) / f"{token}.open"
 
+    def hot_standby_file(self, job: str) -> Path:
+        """Written by a job's hot standby once it is armed (driver, app, worker, armed at);
+        removed when it takes the job over or is dismissed."""
+        return self.standby_dir(job) / "hot.json"
+
     def sources_state_dir(self, job: str) -> Path:
         """Where the job's source readers write their state (``ok``/``degraded``, losses)."""
         return self.job_dir(job) / "sources"

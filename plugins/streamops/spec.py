@@ -80,6 +80,13 @@ class JobSpec(BaseModel):
         "had not read: fail naming the positions (default), or read the source from its "
         "earliest record and count the loss in the job's status",
     )
+    standby: Literal["none", "hot"] = Field(
+        default="none",
+        description="hot: a second driver of the same version is kept armed beside the "
+        "running one (stages built and started, held at a gate, executors warm) and takes the "
+        "job over within seconds when the running driver dies; it costs a driver's and its "
+        "executors' cores",
+    )
 
     @field_validator("name")
     @classmethod

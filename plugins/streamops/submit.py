@@ -141,8 +141,24 @@ def submit_job(
     log.info("submitting job %s v%s to %s", spec.name, spec.version, settings.master_url)
     driver_id = client.create_submission(submission.rest_body(install.version))
     record_submission(settings, spec, driver_id, standby=standby)
+    if spec.standby == "hot" and not standby and "--hot-standby" not in extra_args:
+        submit_hot_standby(spec, settings, client)
     if wait_healthy:
         registry.wait_healthy(spec.name, timeout=wait_healthy, since_driver=driver_id)
+    return driver_id
+
+
+def submit_hot_standby(
+    spec: JobSpec, settings: Settings, client: MasterClient | None = None
+) -> str:
+    """Submit the hot standby of ``spec`` (``standby: hot``): a second supervised driver of
+    the same version that waits for the running one, arms its stages and takes the job over
+    when that driver dies (``spark_jobs/runtime/hot_standby.py``). Its driver id."""
+    install = check_spark_install()
+    client = client or MasterClient(settings)
+    submission = build_submission(spec, settings, extra_args=("--hot-standby",))
+    driver_id = client.create_submission(submission.rest_body(install.version))
+    record_submission(settings, spec, driver_id, hot_standby=True)
     return driver_id
 
 
@@ -158,8 +174,9 @@ def ensure_not_running(registry: JobRegistry, job: str, *, replacing: str | None
 
 
 def record_submission(
-    settings: Settings, spec: JobSpec, driver_id: str, *, standby: bool = False
-) -> None:
+    settings: Settings, spec: JobSpec, driver_id: str, *, standby: bool = False,
+    hot_standby: bool = False,
+) -> None:  # fmt: skip
     """Append the submission to ``jobs/<job>/submissions.jsonl`` (how the registry finds it)."""
     append_jsonl(
         settings.layout.submissions_file(spec.name),
@@ -168,8 +185,10 @@ def record_submission(
             "driver_id": driver_id,
             "version": spec.version,
             "standby": standby,
+            "hot_standby": hot_standby,
             "at": time.time(),
             "spec": spec.model_dump(mode="json"),
         },
     )
-    log.info("job %s v%s submitted as driver %s", spec.name, spec.version, driver_id)
+    role = " (its hot standby)" if hot_standby else ""
+    log.info("job %s v%s submitted as driver %s%s", spec.name, spec.version, driver_id, role)

@@ -292,7 +292,8 @@ class JobContext:
         (raise) or all stop."""
         if not self.stages:
             raise ValueError(f"job {self.job} declared no stages")
-        self.acquire_lease()  # before anything is written: a second driver writes nothing
+        if self.lease is None:  # a hot standby took it over already
+            self.acquire_lease()  # before anything is written: a second driver writes nothing
         self.layout.pause_file(self.job).unlink(missing_ok=True)  # left by a crashed drain
         self._listen()
         for stage in self.stages:

@@ -15,17 +15,14 @@ fleetsim-beta runs as a real process on its own data directory (a durable log):
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.beta_process import BetaProcess
+from support.faults import kill_node_of, next_batches
 from support.integration import ClusterHandle, describe_job, wait_until
 
 from spark_jobs.runtime.savepointing import committed_offsets
@@ -66,31 +63,6 @@ def committed(cluster: ClusterHandle) -> dict[str, dict[str, object]]:
             merged.update(offset)
         out[stage] = merged
     return out
-
-
-def kill_driver_node(cluster: ClusterHandle) -> tuple[float, str]:
-    """kill -9 the process group of the worker that runs the job's driver (a worker leads
-    its group: its drivers and executors die with it); when, and the worker's name."""
-    driver = cluster.registry.view(JOB).driver_id
-    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    pid = next(int(line.split()[0]) for line in ps.splitlines()
-               if "DriverWrapper" in line and driver and driver in line)  # fmt: skip
-    group = os.getpgid(pid)
-    name = next(n for n, r in cluster.cluster.daemons().items() if r.pgid == group)
-    killed_at = time.time()
-    os.killpg(group, signal.SIGKILL)
-    return killed_at, name
-
-
-def next_batches(cluster: ClusterHandle, after: float, stages: set[str]) -> float | None:
-    """Seconds from ``after`` until every stage committed a batch, or None while one has not."""
-    found: dict[str, float] = {}
-    history = cluster.settings.layout.status_history(JOB)
-    for line in history.read_text().splitlines():
-        rec = json.loads(line)
-        if float(rec.get("last_batch_at") or 0) > after:
-            found.setdefault(rec["stage"], float(rec["last_batch_at"]))
-    return max(found[s] for s in stages) - after if stages <= set(found) else None
 
 
 def test_faults_from_outside(
@@ -143,8 +115,8 @@ def test_faults_from_outside(
 
         # 2. kill -9 of the node that hosts the driver (worker, driver, executors): the
         # master relaunches the driver on the other worker, which takes the lease at once
-        killed_at, worker = kill_driver_node(cluster)
-        recovered = wait_until(lambda: next_batches(cluster, killed_at, {"vehicles",
+        killed_at, worker = kill_node_of(cluster, str(registry.view(JOB).driver_id))
+        recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, {"vehicles",
                                                                          "vehicle-stats-1m"}),
                                120, "every stage to commit after the node's death",
                                describe=describe)  # fmt: skip

@@ -71,13 +71,13 @@ def _fmt(value: float | None, unit: str = "") -> str:
 
 def jobs_table(views: list[JobView]) -> Table:
     table = Table(title="jobs")
-    for col in ("name", "version", "state", "driver", "worker", "last batch", "in rows/s",
-                "processed rows/s"):  # fmt: skip
+    for col in ("name", "version", "state", "driver", "worker", "standby", "last batch",
+                "in rows/s", "processed rows/s"):  # fmt: skip
         table.add_column(col)
     for v in views:
         table.add_row(
             v.name, v.version or "-", v.state, v.driver_id or "-", v.worker or "-",
-            _fmt(v.last_batch_age, " s ago"), _fmt(v.input_rows_per_second),
+            v.standby or "-", _fmt(v.last_batch_age, " s ago"), _fmt(v.input_rows_per_second),
             _fmt(v.processed_rows_per_second),
         )  # fmt: skip
     return table
@@ -88,7 +88,7 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         fields = (
             "name", "version", "state", "is_live", "driver_id", "driver_state", "worker",
-            "last_batch_age", "input_rows_per_second", "processed_rows_per_second",
+            "standby", "last_batch_age", "input_rows_per_second", "processed_rows_per_second",
         )  # fmt: skip
         print(json.dumps([{f: getattr(v, f) for f in fields} for v in views], indent=2))
     else:
@@ -98,7 +98,8 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     view = JobRegistry(settings).view(args.name)
-    print(json.dumps({"state": view.state, "healthy": view.healthy, **view.status}, indent=2))
+    doc = {"state": view.state, "healthy": view.healthy, "standby": view.standby, **view.status}
+    print(json.dumps(doc, indent=2))
     return 0
 
 

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from streamops.cluster.client import MasterClient
+from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobAlreadyRunning, UnsafeNameError
 from streamops.jobs import JobRegistry, JobView, read_submissions
 from streamops.layout import append_jsonl, write_json_atomic
@@ -298,3 +298,59 @@ def test_a_second_live_instance_is_refused_but_for_the_one_it_replaces(reg: Regi
     ensure_not_running(reg.registry, JOB, replacing="driver-1")  # shutting down: no refusal
     reg.master.answer = master()
     ensure_not_running(reg.registry, JOB)
+
+
+class KillingMaster(FakeMaster):
+    """A master whose drivers die when killed (their application with the last one)."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        super().__init__(state)
+        self.killed: list[str] = []
+
+    def active_drivers(self) -> list[DriverInfo]:
+        return [DriverInfo.from_json(d) for d in self.answer["activedrivers"]]
+
+    def kill_submission(self, driver_id: str) -> None:
+        self.killed.append(driver_id)
+        self.answer["activedrivers"] = [
+            d for d in self.answer["activedrivers"] if d["id"] != driver_id
+        ]
+        if not self.answer["activedrivers"]:
+            self.answer["activeapps"] = []
+
+
+def hot_submitted(reg: Registry, driver_id: str) -> None:
+    append_jsonl(reg.settings.layout.submissions_file(JOB), {
+        "event": "submitted", "driver_id": driver_id, "version": "1", "hot_standby": True,
+        "at": time.time()})  # fmt: skip
+
+
+def test_a_hot_standby_is_shown_and_never_taken_for_the_job_s_driver(reg: Registry) -> None:
+    reg.submitted("driver-1")
+    hot_submitted(reg, "driver-2")
+    # the primary starts (no status yet): the standby, submitted last, is not its driver
+    view = reg.view(active=[driver("driver-1"), driver("driver-2")], apps=[app(), app()])
+    assert (view.driver_id, view.standby) == ("driver-1", "driver-2 starting")
+    reg.status(status_doc("driver-1"))
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB), {"driver_id": "driver-2"})
+    view = reg.view(active=[driver("driver-1"), driver("driver-2")], apps=[app(), app()])
+    assert (view.driver_id, view.standby, view.healthy) == ("driver-1", "driver-2 armed", True)
+    # the standby took over; the relaunched primary (a new id) stands by in its turn
+    reg.status(status_doc("driver-2"))
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB), {"driver_id": "driver-3"})
+    view = reg.view(active=[driver("driver-2"), driver("driver-3")], apps=[app(), app()])
+    assert (view.driver_id, view.standby) == ("driver-2", "driver-3 armed")
+    view = reg.view(active=[driver("driver-2")], apps=[app()])
+    assert view.standby is None
+
+
+def test_cancel_kills_the_hot_standby_before_the_driver(reg: Registry) -> None:
+    """Killed first, the driver would leave its lease to the standby, which takes over."""
+    reg.submitted("driver-1")
+    hot_submitted(reg, "driver-2")
+    reg.status(status_doc("driver-1"))
+    reg.master = KillingMaster(master(active=[driver("driver-1"), driver("driver-2")],
+                                      apps=[app(), app()]))  # fmt: skip
+    reg.registry = JobRegistry(reg.settings, cast(MasterClient, reg.master))
+    assert reg.registry.cancel(JOB, timeout=5) == ["driver-1"]
+    assert reg.master.killed == ["driver-2", "driver-1"]

@@ -1,0 +1,140 @@
+"""Hot standby: a second driver of the running version that takes the job over when it dies.
+
+A job whose spec says ``standby: hot`` runs two drivers of the same version. The one that
+holds the job's lease (``streamops.lease``) runs the stages; the other, the hot standby:
+
+1. waits, before it even creates its Spark session, until a live driver holds the lease and
+   the job's status says ``RUNNING`` (the two never compete for the machine during a start);
+2. builds the stages, waits for its executors and warms them up, rehearses the stages on
+   scratch checkpoints (their code compiled, their sources' and sinks' Python running) and
+   arms them: their queries are started on the job's checkpoints and held at a gate before
+   Spark reads them;
+3. writes ``jobs/<job>/standby/hot.json`` (driver, application, worker, which driver it stands
+   behind) and watches the lease every :data:`POLL_S`.
+
+When the driver it stands behind dies without giving up the lease (its process is gone, or
+its heartbeat stopped for the lease's TTL), the standby takes the lease (the next epoch: the
+dead driver's writes are fenced) and opens its gate; the armed queries read the checkpoints
+as the dead driver left them and replay its unfinished batch (the sinks are idempotent). The
+dead driver, relaunched by the master (``--supervise``), finds the lease held and becomes the
+new hot standby. If the lease is given up cleanly (a savepoint with cancel, a stop, a source
+reset), or passes to any other driver, the standby is dismissed and exits with code 0: it
+stands behind one driver of one version, never behind whatever runs next.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spark_jobs.runtime.standby import prepare_reads, rehearse
+from spark_jobs.runtime.warmup import warm_executors
+from streamops import lease
+from streamops.layout import StateLayout, read_json, write_json_atomic
+
+if TYPE_CHECKING:
+    from spark_jobs.runtime.context import JobContext
+
+log = logging.getLogger("spark_jobs.hot_standby")
+
+POLL_S = 0.05  # how often an armed standby reads the lease
+PRIMARY_WAIT_S = 900.0  # how long a standby waits for a running driver to stand behind
+EXECUTOR_WAIT_S = 30.0
+
+
+class Dismissed(Exception):
+    """The driver this standby stood behind stopped cleanly, or the job passed to another
+    driver: the standby exits without writing anything."""
+
+
+def live_holder(layout: StateLayout, job: str) -> lease.Lease | None:
+    """The job's lease if a live driver holds it (fresh heartbeat, process not provably gone)."""
+    held = lease.read_lease(layout, job)
+    if held is None or not held.fresh or lease.holder_gone(held):
+        return None
+    return held
+
+
+def should_stand_by(layout: StateLayout, job: str, submitted_as_standby: bool) -> bool:
+    """Whether a driver of a hot job stands by: submitted as the standby, or started while a
+    live driver holds the lease (the relaunch of a driver whose standby took the job over)."""
+    return submitted_as_standby or live_holder(layout, job) is not None
+
+
+def wait_for_primary(layout: StateLayout, job: str, timeout: float = PRIMARY_WAIT_S) -> lease.Lease:
+    """Block until a live driver holds the job's lease and the status says it runs; that
+    lease (the standby stands behind it). :class:`Dismissed` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        held = live_holder(layout, job)
+        status = read_json(layout.status_file(job)) or {}
+        if held is not None and status.get("state") == "RUNNING":
+            log.info("job %s: standing behind driver %s (lease epoch %d)", job, held.holder,
+                     held.epoch)  # fmt: skip
+            return held
+        time.sleep(0.5)
+    raise Dismissed(f"no running driver of job {job} to stand behind within {timeout:.0f}s")
+
+
+def stand_by(
+    ctx: JobContext, behind: lease.Lease, build: Callable[[JobContext], object]
+) -> None:  # fmt: skip
+    """With ``ctx``'s stages built: warm up, arm, announce, and watch the lease. Returns once
+    this driver holds the lease (``ctx.lease``) because ``behind``'s holder died; raises
+    :class:`Dismissed` if it stopped cleanly or the job passed to another driver."""
+    started = time.monotonic()
+    layout, job = ctx.layout, ctx.job
+    res = ctx.spec.resources
+    executors = warm_executors(ctx.spark, res.max_cores // res.executor_cores, EXECUTOR_WAIT_S)
+    rehearsal = rehearse(ctx, build) if executors else None
+    ctx.arm()
+    armed_s = ctx.wait_armed()
+    prepare_reads(ctx)
+    ident = ctx.board.snapshot()
+    doc = {
+        "driver_id": ident.get("driver_id"), "app_id": ident.get("app_id"),
+        "version": ctx.spec.version, "host": socket.gethostname(), "pid": os.getpid(),
+        "worker_dir": str(Path.cwd().parent), "behind": behind.holder, "epoch": behind.epoch,
+        "executors": executors, "rehearsal_failed": (rehearsal or {}).get("failed") or None,
+        "armed_s": armed_s, "warm_up_s": round(time.monotonic() - started, 2),
+        "armed_at": time.time(),
+    }  # fmt: skip
+    path = layout.hot_standby_file(job)
+    write_json_atomic(path, doc)
+    log.info("job %s v%s: hot standby armed in %.1fs (%d executor(s)), behind driver %s",
+             job, ctx.spec.version, doc["warm_up_s"], executors, behind.holder)  # fmt: skip
+    try:
+        watch(ctx, behind)
+    finally:
+        if (read_json(path) or {}).get("pid") == os.getpid():
+            path.unlink(missing_ok=True)
+
+
+def watch(ctx: JobContext, behind: lease.Lease, poll: float = POLL_S) -> None:
+    """Wait until ``behind``'s holder dies, then take the lease (see :func:`stand_by`)."""
+    layout, job = ctx.layout, ctx.job
+    while True:
+        held = lease.read_lease(layout, job)
+        if held is None or held.heartbeat_at == 0.0:
+            raise Dismissed(f"driver {behind.holder} gave the job's lease up (a clean stop)")
+        if (held.epoch, held.holder) != (behind.epoch, behind.holder):
+            raise Dismissed(f"job {job} passed to driver {held.holder} (epoch {held.epoch})")
+        if held.fresh and not lease.holder_gone(held):
+            time.sleep(poll)
+            continue
+        silent = time.time() - held.heartbeat_at
+        try:
+            app_id = ctx.board.snapshot().get("app_id")
+            ctx.lease = lease.acquire(layout, job, ctx.holder, app_id=app_id)
+        except lease.Fenced:  # the relaunched driver was quicker: it runs the job
+            raise Dismissed(f"job {job} was taken over by another driver") from None
+        ctx.board.identify(started_at=time.time(), took_over_from=held.holder)
+        log.warning("job %s: driver %s is gone (last heartbeat %.1fs ago); the hot standby "
+                    "takes the job over with lease epoch %d", job, held.holder, silent,
+                    ctx.lease.epoch)  # fmt: skip
+        return

@@ -1,0 +1,112 @@
+"""A hot standby (``standby: hot``) on the session's cluster, with a third worker for it.
+
+fleet-pings with both simulators; its hot standby is armed on another worker than the
+running driver. Then, in sequence:
+
+1. kill -9 of the node that hosts the running driver (worker, driver, executors): the standby
+   takes the lease and its stages commit again; the dead driver, relaunched by the master,
+   is armed as the new standby;
+2. kill -9 of the standby's driver: the job runs on untouched; the master relaunches the
+   standby, which arms again;
+3. the oracle: the sinks equal the batch recomputation over every record both simulators
+   emitted (0 lost, 0 duplicated, 0 different).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.faults import driver_jvm_pid, kill_node_of, next_batches
+from support.fleet import FleetRun
+from support.integration import ClusterHandle, describe_job, wait_until
+
+from streamops.layout import read_json
+from streamops.submit import submit_hot_standby
+
+pytestmark = pytest.mark.integration
+JOB = "fleet-hot"
+STAGES = {"vehicles", "vehicle-stats-1m"}
+
+
+def drivers(cluster: ClusterHandle) -> dict[str, str]:
+    """Live drivers of the cluster: id → worker id."""
+    return {d.id: d.worker for d in cluster.registry.client.active_drivers()
+            if d.state == "RUNNING"}  # fmt: skip
+
+
+def armed(cluster: ClusterHandle, other_than: str | None = None) -> dict[str, Any] | None:
+    """The armed hot standby's file once its driver is live (and is not ``other_than``)."""
+    doc = read_json(cluster.settings.layout.hot_standby_file(JOB)) or {}
+    driver = doc.get("driver_id")
+    return doc if driver and driver != other_than and driver in drivers(cluster) else None
+
+
+def arm_apart(run: FleetRun, cluster: ClusterHandle, tries: int = 5) -> dict[str, Any]:
+    """Wait until the standby is armed on another worker than the running driver (the
+    master places drivers at random: a standby on the same worker is replaced)."""
+    registry = cluster.registry
+    for _ in range(tries):
+        doc = wait_until(lambda: armed(cluster), 240, "the hot standby to be armed",
+                         describe=lambda: describe_job(registry.view(JOB)))  # fmt: skip
+        assert isinstance(doc, dict)
+        placed = drivers(cluster)
+        primary = str(registry.view(JOB).driver_id)
+        if placed.get(doc["driver_id"]) != placed.get(primary):
+            return doc
+        placed_badly = str(doc["driver_id"])
+        registry.kill_driver(JOB, placed_badly)
+        wait_until(lambda d=placed_badly: d not in drivers(cluster), 60, "the standby to end")
+        submit_hot_standby(run.spec(standby="hot"), cluster.settings)
+    raise AssertionError(f"no standby armed apart from the driver in {tries} tries")
+
+
+def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) -> None:
+    cluster, registry = spark_cluster, spark_cluster.registry
+    extra = cluster.cluster.add_worker()  # the standby's cores: 2 x 3 of 3 x 2
+    describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
+    killed_worker = None
+    try:
+        with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=5000) as run:
+            run.submit(run.spec(standby="hot"))
+            standby = arm_apart(run, cluster)
+            primary = str(registry.view(JOB).driver_id)
+            assert registry.view(JOB).standby == f"{standby['driver_id']} armed"
+
+            # 1. the running driver's node dies: the standby takes over
+            killed_at, killed_worker = kill_node_of(cluster, primary)
+            recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, STAGES), 120,
+                                   "every stage to commit after the node's death",
+                                   interval=0.2, describe=describe)  # fmt: skip
+            status = registry.view(JOB).status
+            print(f"hot standby: every stage committed again {recovered:.1f}s after the kill")
+            assert status["driver_id"] == standby["driver_id"], describe()
+            assert status["took_over_from"] == primary
+            rearmed = wait_until(
+                lambda: armed(cluster, other_than=standby["driver_id"]), 240,
+                "the relaunched driver to stand by", describe=describe,
+            )  # fmt: skip
+            assert isinstance(rearmed, dict)
+            print(f"hot standby: a new standby armed {time.time() - killed_at:.1f}s after it")
+
+            # 2. the standby itself dies: the job runs on, the standby is armed again
+            before = {n: s.get("batch_id") for n, s in registry.view(JOB).stages.items()}
+            os.kill(driver_jvm_pid(rearmed["driver_id"]), signal.SIGKILL)
+            wait_until(lambda: armed(cluster, other_than=rearmed["driver_id"]), 240,
+                       "the killed standby to be relaunched and armed", describe=describe)
+            view = registry.view(JOB)
+            assert view.driver_id == standby["driver_id"], describe()
+            assert all(int(view.stages[n]["batch_id"]) > int(b or -1) for n, b in before.items())
+
+            # 3. nothing lost, nothing twice
+            run.finish_and_check()
+        assert not registry.view(JOB).is_live  # cancelled with its standby
+        assert not armed(cluster)
+    finally:
+        if killed_worker is not None:
+            cluster.cluster.add_worker(killed_worker)
+        cluster.cluster.remove_worker(extra, graceful=False)  # two workers again
