@@ -16,6 +16,7 @@ import socket
 import time
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from streamops.exceptions import JobError
 from streamops.layout import StateLayout, read_json, write_json_atomic
@@ -90,7 +91,17 @@ def holder_gone(lease: Lease) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    return _zombie(lease.pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` is dead but not yet reaped (a driver killed with its JVM parent waits
+    for init to reap it: signal 0 still reaches it for a second or more)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:  # no /proc (not Linux) or gone meanwhile
+        return not Path(f"/proc/{pid}").exists() and Path("/proc/self").exists()
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def heartbeat(layout: StateLayout, lease: Lease) -> Lease:

@@ -67,13 +67,16 @@ def should_stand_by(layout: StateLayout, job: str, submitted_as_standby: bool) -
 
 
 def wait_for_primary(layout: StateLayout, job: str, timeout: float = PRIMARY_WAIT_S) -> lease.Lease:
-    """Block until a live driver holds the job's lease and the status says it runs; that
-    lease (the standby stands behind it). :class:`Dismissed` after ``timeout``."""
+    """Block until a live driver holds the job's lease and its status says it runs (every
+    stage committed a batch or found nothing to do); that lease (the standby stands behind
+    it). :class:`Dismissed` after ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         held = live_holder(layout, job)
         status = read_json(layout.status_file(job)) or {}
-        if held is not None and status.get("state") == "RUNNING":
+        own = (status.get("driver_id"), f"{status.get('host')}:{status.get('pid')}")
+        if held is not None and status.get("state") == "RUNNING" and held.holder in own:
+            # its own stages all ready: a standby started meanwhile would slow its first batches
             log.info("job %s: standing behind driver %s (lease epoch %d)", job, held.holder,
                      held.epoch)  # fmt: skip
             return held

@@ -39,11 +39,13 @@ def drivers(cluster: ClusterHandle) -> dict[str, str]:
             if d.state == "RUNNING"}  # fmt: skip
 
 
-def armed(cluster: ClusterHandle, other_than: str | None = None) -> dict[str, Any] | None:
-    """The armed hot standby's file once its driver is live (and is not ``other_than``)."""
+def armed(cluster: ClusterHandle, since: float = 0.0) -> dict[str, Any] | None:
+    """The hot standby's file once its driver is live and armed after ``since`` (a driver
+    relaunched by the master gets a new id; one restarted by its worker keeps its id)."""
     doc = read_json(cluster.settings.layout.hot_standby_file(JOB)) or {}
     driver = doc.get("driver_id")
-    return doc if driver and driver != other_than and driver in drivers(cluster) else None
+    fresh = float(doc.get("armed_at") or 0) > since
+    return doc if driver and fresh and driver in drivers(cluster) else None
 
 
 def arm_apart(run: FleetRun, cluster: ClusterHandle, tries: int = 5) -> dict[str, Any]:
@@ -71,7 +73,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
     describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
     killed_worker = None
     try:
-        with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=5000) as run:
+        with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=9000) as run:
             run.submit(run.spec(standby="hot"))
             standby = arm_apart(run, cluster)
             primary = str(registry.view(JOB).driver_id)
@@ -87,7 +89,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
             assert status["driver_id"] == standby["driver_id"], describe()
             assert status["took_over_from"] == primary
             rearmed = wait_until(
-                lambda: armed(cluster, other_than=standby["driver_id"]), 240,
+                lambda: armed(cluster, since=killed_at), 240,
                 "the relaunched driver to stand by", describe=describe,
             )  # fmt: skip
             assert isinstance(rearmed, dict)
@@ -95,8 +97,9 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
 
             # 2. the standby itself dies: the job runs on, the standby is armed again
             before = {n: s.get("batch_id") for n, s in registry.view(JOB).stages.items()}
+            killed_at = time.time()
             os.kill(driver_jvm_pid(rearmed["driver_id"]), signal.SIGKILL)
-            wait_until(lambda: armed(cluster, other_than=rearmed["driver_id"]), 240,
+            wait_until(lambda: armed(cluster, since=killed_at), 240,
                        "the killed standby to be relaunched and armed", describe=describe)
             view = registry.view(JOB)
             assert view.driver_id == standby["driver_id"], describe()

@@ -146,5 +146,9 @@ def test_waits_for_a_running_primary_then_stands_behind_it(layout: StateLayout) 
     write_json_atomic(layout.status_file(JOB), {"state": "STARTING"})
     with pytest.raises(hot_standby.Dismissed):
         hot_standby.wait_for_primary(layout, JOB, timeout=0.6)
-    write_json_atomic(layout.status_file(JOB), {"state": "RUNNING"})
+    # the status of the driver it took the lease from: not yet its own
+    write_json_atomic(layout.status_file(JOB), {"state": "RUNNING", "driver_id": "driver-0"})
+    with pytest.raises(hot_standby.Dismissed):
+        hot_standby.wait_for_primary(layout, JOB, timeout=0.6)
+    write_json_atomic(layout.status_file(JOB), {"state": "RUNNING", "driver_id": "driver-1"})
     assert hot_standby.wait_for_primary(layout, JOB, timeout=2) == held

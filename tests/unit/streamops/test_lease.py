@@ -101,3 +101,20 @@ def test_concurrent_acquisitions_give_exactly_one_holder(layout: StateLayout) ->
     for t in threads:
         t.join()
     assert len(winners) == 1 and len(losers) == 7
+
+
+def test_a_killed_holder_not_yet_reaped_is_gone(layout: StateLayout) -> None:
+    """Signal 0 still reaches a zombie: a driver killed with its JVM waits to be reaped."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+    held = lease.acquire(layout, JOB, "driver-1")
+    write_json_atomic(layout.lease_file(JOB), {**asdict(held), "pid": child.pid})
+    try:
+        assert lease.holder_gone(lease.read_lease(layout, JOB))  # type: ignore[arg-type]
+        assert lease.acquire(layout, JOB, "driver-2").epoch == 2
+    finally:
+        child.wait()
+    assert not lease.holder_gone(held)  # this process: alive
