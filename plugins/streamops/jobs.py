@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from streamops.cluster.client import DriverInfo, MasterClient
-from streamops.exceptions import JobError, JobNotFound
+from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.layout import append_jsonl, read_json
 from streamops.lease import read_lease
 from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
 
 log = logging.getLogger("streamops.jobs")
 
@@ -63,6 +64,11 @@ class JobView:
             and bool(self.stages)
             and all(s.get("ready") for s in self.stages.values())
         )
+
+    @property
+    def ended(self) -> bool:
+        """No driver or application of the job is live and the master says its driver ended."""
+        return not self.is_live and self.driver_state in ENDED_DRIVER_STATES
 
 
 def current_spec(settings: Settings, job: str) -> JobSpec:
@@ -207,50 +213,75 @@ class JobRegistry:
             for d in self.client.active_drivers()
         )
 
+    def observe(self, name: str, since_driver: str | None = None) -> Observation:
+        """One poll of a health wait: the job's view and, when the view shows another driver
+        than ``since_driver``, whether ``since_driver`` is still live and when it was
+        submitted (what :func:`~streamops.verdict.health_verdict` needs to tell the old
+        version handing over from a failed start). Asks the master a second time only then."""
+        view = self.view(name)
+        if not since_driver or view.driver_id in (None, since_driver):
+            return Observation(view, since_driver)
+        try:
+            live: bool | None = self.driver_live(since_driver)
+        except StreamopsError:  # answered the view a moment ago: try again at the next poll
+            live = None
+        return Observation(view, since_driver, live, self.submitted_at(name, since_driver))
+
+    def submitted_at(self, name: str, driver_id: str) -> float | None:
+        """When ``driver_id`` was submitted as ``name``, from its submissions (None: never)."""
+        return next(
+            (
+                float(s["at"])
+                for s in read_submissions(self.layout.submissions_file(name))
+                if s.get("event") == "submitted" and s.get("driver_id") == driver_id
+                and s.get("at") is not None
+            ),
+            None,
+        )  # fmt: skip
+
     def wait_healthy(
         self, name: str, *, timeout: float, since_driver: str | None = None
     ) -> JobView:
-        """Block until ``name`` is healthy (every stage committed a batch) or fail clearly."""
+        """Block until ``name`` is healthy (on ``since_driver`` if given) or fail clearly;
+        :func:`~streamops.verdict.health_verdict` judges, as for the Airflow waits."""
         deadline = time.monotonic() + timeout
         next_log = 0.0
         while True:
-            view = self.view(name)
-            if view.healthy and (since_driver is None or _is_run_of(view, since_driver, self)):
-                log.info("job %s v%s is healthy on driver %s", name, view.version, view.driver_id)
-                return view
-            if (
-                since_driver
-                and view.status.get("state") == "FAILED"
-                and _is_run_of(view, since_driver, self)
-            ):
-                raise JobError(
-                    f"job {name} failed on start (driver {view.status.get('driver_id')}): "
-                    f"{str(view.status.get('error'))[:1500]}"
-                )
-            if not view.is_live and view.driver_state in ENDED_DRIVER_STATES:
-                raise JobError(
-                    f"job {name} did not become healthy: driver {since_driver or view.driver_id} "
-                    f"ended {view.driver_state}. {self.failure_detail(view, since_driver)}"
-                )
+            seen = self.observe(name, since_driver)
+            verdict = health_verdict(seen)
+            if verdict.outcome is Outcome.HEALTHY:
+                log.info("%s", verdict.message)
+                return seen.view
+            if verdict.outcome is Outcome.FAILED:
+                raise JobError(self.failure_message(verdict.message, seen.view, since_driver))
             if time.monotonic() >= deadline:
                 raise JobError(
-                    f"job {name} not healthy after {timeout:.0f}s (state {view.state}, stages "
-                    f"{_stage_batches(view)}). {self.failure_detail(view, since_driver)}"
+                    f"{timed_out(name, timeout, seen.view)}. "
+                    f"{self.failure_detail(seen.view, since_driver)}"
                 )
             if time.monotonic() >= next_log:
-                log.info(
-                    "waiting for job %s to be healthy: state %s, driver %s, stages %s",
-                    name, view.state, view.driver_state, _stage_batches(view),
-                )  # fmt: skip
+                log.info("%s", verdict.message)
                 next_log = time.monotonic() + 10
             time.sleep(1.0)
+
+    def failure_message(self, message: str, view: JobView, driver_id: str | None = None) -> str:
+        """A failed wait's ``message`` and :meth:`failure_detail`, unless that detail is the
+        job's recorded error and the message quotes it already."""
+        error = view.status.get("error")
+        if (
+            error
+            and view.status.get("driver_id") == (driver_id or view.driver_id)
+            and str(error)[:ERROR_CHARS] in message
+        ):
+            return message
+        return f"{message}. {self.failure_detail(view, driver_id)}"
 
     def failure_detail(self, view: JobView, driver_id: str | None = None) -> str:
         """The job's recorded error, or the tail of the driver's stderr on its worker."""
         if view.status.get("error") and view.status.get("driver_id") == (
             driver_id or view.driver_id
         ):
-            return f"Job error: {view.status['error'][:1500]}"
+            return f"Job error: {str(view.status['error'])[:ERROR_CHARS]}"
         for path in sorted(self.layout.cluster_dir.glob(f"work/*/{driver_id or '-'}/stderr")):
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
             errors = [ln for ln in lines if "Error" in ln or "Exception" in ln][-5:]
@@ -298,15 +329,6 @@ class JobRegistry:
         )
 
 
-def _is_run_of(view: JobView, driver_id: str, registry: JobRegistry) -> bool:
-    """True if the status belongs to ``driver_id`` or to a relaunch submitted after it."""
-    if view.status.get("driver_id") == driver_id:
-        return True
-    subs = read_submissions(registry.layout.submissions_file(view.name))
-    at = next((s.get("at", 0) for s in subs if s.get("driver_id") == driver_id), None)
-    return at is not None and float(view.status.get("started_at") or 0) >= float(at)
-
-
 def _state(status: dict[str, Any], live: DriverInfo | None, app_live: bool,
            finished: DriverInfo | None) -> str:  # fmt: skip
     if live is not None:
@@ -329,10 +351,6 @@ def _last_batch_at(status: dict[str, Any]) -> float | None:
 def _rate(status: dict[str, Any], key: str) -> float | None:
     values = [s.get(key) for s in (status.get("stages") or {}).values() if s.get(key) is not None]
     return round(sum(values), 1) if values else None
-
-
-def _stage_batches(view: JobView) -> str:
-    return ", ".join(f"{n}={s.get('batch_id')}" for n, s in view.stages.items()) or "none"
 
 
 def _worker_address(master: dict[str, Any], worker_id: str) -> str | None:

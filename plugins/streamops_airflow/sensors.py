@@ -13,15 +13,10 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
 from streamops import control
+from streamops.verdict import Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
-from streamops_airflow.triggers import (
-    defer_until_healthy,
-    health_outcome,
-    health_verdict,
-    since_is_live,
-    stage_batches,
-)
+from streamops_airflow.triggers import defer_until_healthy, health_outcome
 
 
 def _optional(value: Any) -> str | None:
@@ -60,19 +55,16 @@ class JobHealthySensor(BaseSensorOperator):
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
         hook = SparkStandaloneHook(self.spark_standalone_conn_id)
-        view = hook.job(self.job)
         since = _optional(self.since_driver)
-        verdict = health_verdict(view, since, since_is_live(hook.registry, view, since))
-        if verdict is None:
-            self.log.info("job %s not healthy yet: state %s, driver %s, stages %s",
-                          self.job, view.state, view.driver_state, stage_batches(view))  # fmt: skip
+        seen = hook.registry.observe(self.job, since)
+        verdict = health_verdict(seen)
+        if verdict.outcome is Outcome.WAITING:
+            self.log.info("%s", verdict.message)
             return False
-        status, message = verdict
-        if status != "healthy":
-            detail = hook.registry.failure_detail(view, _optional(self.since_driver))
-            raise ProcedureFailed(f"{message}. {detail}")
-        self.log.info("%s", message)
-        return PokeReturnValue(is_done=True, xcom_value=view.driver_id)
+        if verdict.outcome is Outcome.FAILED:
+            raise ProcedureFailed(hook.registry.failure_message(verdict.message, seen.view, since))
+        self.log.info("%s", verdict.message)
+        return PokeReturnValue(is_done=True, xcom_value=seen.view.driver_id)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> str | None:
         return health_outcome(event)

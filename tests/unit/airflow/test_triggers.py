@@ -1,3 +1,9 @@
+"""The trigger's own behaviour: its serialization, and a master that never answers.
+
+What a wait concludes about the job it observes (healthy, failed start, keep waiting) is
+tested once for every wait, this trigger's included, in ``tests/unit/streamops/test_verdict.py``.
+"""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,69 +13,9 @@ from typing import Any
 
 import pytest
 
-from streamops.jobs import JobView
 from streamops.settings import Settings
 from streamops_airflow.exceptions import ProcedureFailed
-from streamops_airflow.triggers import JobHealthyTrigger, health_outcome, health_verdict
-
-
-def view(**changes: Any) -> JobView:
-    status = {"state": "RUNNING", "driver_id": "driver-2", "stages": {"s": {"ready": True}}}
-    fields: dict[str, Any] = dict(
-        name="job", version="2", state="RUNNING", is_live=True, driver_id="driver-2",
-        driver_state="RUNNING", worker=None, last_batch_age=1.0, input_rows_per_second=None,
-        processed_rows_per_second=None, status=status,
-    )  # fmt: skip
-    fields.update(changes)
-    return JobView(**fields)
-
-
-def test_healthy_run_of_the_started_driver() -> None:
-    assert health_verdict(view(), "driver-2")[0] == "healthy"
-    assert health_verdict(view(), None)[0] == "healthy"
-
-
-def test_a_started_driver_relaunched_is_a_failed_start() -> None:
-    """A crashed driver relaunched by --supervise may look healthy (idle stages): not so."""
-    relaunched = view(driver_id="driver-3", status={**view().status, "driver_id": "driver-3"})
-    status, message = health_verdict(relaunched, "driver-2")
-    assert status == "failed" and "relaunched (driver-3)" in message
-    assert health_verdict(relaunched, None)[0] == "healthy"  # no start to watch: it is healthy
-    relaunching = view(state="RELAUNCHING", driver_id=None, status={})
-    assert health_verdict(relaunching, "driver-2")[0] == "failed"
-
-
-def test_the_old_driver_handing_over_is_no_relaunch() -> None:
-    """After an upgrade's savepoint the old driver idles (its sealed status still shown)
-    until the new one runs: while the started driver is live too, keep waiting."""
-    old_status = {"state": "STOPPED", "driver_id": "driver-1", "stages": {"s": {"ready": True}}}
-    handing_over = view(state="STOPPED", driver_id="driver-1", status=old_status)
-    assert health_verdict(handing_over, "driver-2", since_live=True) is None
-    assert health_verdict(handing_over, "driver-2")[0] == "failed"  # driver-2 is gone
-    # once the new driver writes its status the view follows it, the old one still listed
-    status, message = health_verdict(view(), "driver-2", since_live=True)
-    assert status == "healthy" and message.endswith("on driver driver-2")
-
-
-def test_still_starting_keeps_waiting() -> None:
-    starting = view(state="STARTING", status={"state": "STARTING", "driver_id": "driver-2",
-                                              "stages": {"s": {"ready": False}}})  # fmt: skip
-    assert health_verdict(starting, "driver-2") is None
-
-
-def test_failed_on_start_and_ended_drivers_fail() -> None:
-    crashed = view(status={"state": "FAILED", "driver_id": "driver-2", "error": "boom"})
-    assert health_verdict(crashed, "driver-2") == (
-        "failed", "job job failed on start (driver driver-2): boom"
-    )
-    ended = view(is_live=False, driver_id=None, driver_state="FAILED", status={})
-    status, message = health_verdict(ended, "driver-2")
-    assert status == "failed" and "ended FAILED" in message
-
-
-def test_an_old_failure_does_not_fail_a_new_driver() -> None:
-    old = view(state="STARTING", status={"state": "FAILED", "driver_id": "driver-1"})
-    assert health_verdict(old, "driver-2") is None
+from streamops_airflow.triggers import JobHealthyTrigger, health_outcome
 
 
 def test_trigger_serializes_round_trip(tmp_path: Path) -> None:
