@@ -24,9 +24,9 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from streamops import standby as standbys
 from streamops.exceptions import SavepointNotFound
-from streamops.intents import record_intent
+from streamops.intents import already_started, record_intent
 from streamops.jobs import JobRegistry
-from streamops.restart import already_started, restart_from_savepoint
+from streamops.restart import restart_from_savepoint
 from streamops.restore import start_from_savepoint, wait_driver_ended
 from streamops.savepoints import get_savepoint
 from streamops.spec import load_spec, spec_from_dict
