@@ -23,7 +23,8 @@ from streamops import savepoints
 from streamops.exceptions import ConfigError, JobError
 from streamops.intents import already_started, record_intent
 from streamops.jobs import JobRegistry, current_spec
-from streamops.restore import savepoint_job, start_from_savepoint
+from streamops.restore import start_from_savepoint
+from streamops.savepoint_taking import savepoint_job
 from streamops.settings import Settings
 from streamops.submit import submit_job
 

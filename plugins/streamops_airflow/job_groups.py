@@ -27,7 +27,8 @@ from streamops.exceptions import SavepointNotFound
 from streamops.intents import already_started, record_intent
 from streamops.jobs import JobRegistry
 from streamops.restart import restart_from_savepoint
-from streamops.restore import start_from_savepoint, wait_driver_ended
+from streamops.restore import start_from_savepoint
+from streamops.savepoint_taking import wait_driver_ended
 from streamops.savepoints import get_savepoint
 from streamops.spec import load_spec, spec_from_dict
 from streamops.standby import Standby

@@ -20,7 +20,7 @@ from harness import bench_cluster, discard
 
 from streamops import savepoints
 from streamops.jobs import JobRegistry
-from streamops.restore import savepoint_job
+from streamops.savepoint_taking import savepoint_job
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
 from streamops.submit import submit_job
