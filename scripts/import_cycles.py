@@ -4,8 +4,10 @@
 A circle means two modules each need the other: usually a helper lives beside the wrong noun.
 Imports inside functions count too (a lazy import hides a circle, it does not remove it), so
 the graph is built from every ``import`` statement in each file's syntax tree, not from what
-Python happens to execute. Each strongly connected component of more than one module is one
-circle; its edges are listed with the line that makes them, to show what to move.
+Python happens to execute; an import under ``if TYPE_CHECKING:`` counts too (a module that
+needs another's type still depends on it) and is marked ``type only``. Each strongly connected
+component of more than one module is one circle; its edges are listed with the line that
+makes them, to show what to move.
 
 Usage: ``python scripts/import_cycles.py [root ...]`` (default ``plugins spark_jobs``, relative
 to the repository). Exit status 1 when there is a circle, so it can guard a check.
@@ -50,10 +52,27 @@ def imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -
     return [base] + [f"{base}.{alias.name}" for alias in node.names]
 
 
-def build_graph(files: dict[str, Path]) -> Graph:
+def type_only_lines(tree: ast.Module) -> set[int]:
+    """Lines of the imports under ``if TYPE_CHECKING:`` (never executed)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING", "typing.TYPE_CHECKING"
+        ):
+            for inner in node.body:
+                for sub in ast.walk(inner):
+                    if isinstance(sub, ast.Import | ast.ImportFrom):
+                        lines.add(sub.lineno)
+    return lines
+
+
+def build_graph(files: dict[str, Path]) -> tuple[Graph, dict[str, set[int]]]:
+    """The import graph, and per module the lines of its type-only imports."""
     graph: Graph = {name: {} for name in files}
+    type_only: dict[str, set[int]] = {}
     for name, path in files.items():
         tree = ast.parse(path.read_text(), str(path))
+        type_only[name] = type_only_lines(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Import | ast.ImportFrom):
                 continue
@@ -65,7 +84,7 @@ def build_graph(files: dict[str, Path]) -> Graph:
                     and all(f"{target}.{a.name}" in files for a in node.names)
                 ):
                     graph[name].setdefault(target, node.lineno)
-    return graph
+    return graph, type_only
 
 
 def components(graph: Graph) -> list[list[str]]:
@@ -115,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("roots", nargs="*", default=["plugins", "spark_jobs"])
     args = parser.parse_args(argv)
     files = module_files(REPO / r for r in args.roots)
-    graph = build_graph(files)
+    graph, type_only = build_graph(files)
     circles = components(graph)
     for members in circles:
         print(f"circle of {len(members)}: {', '.join(members)}")
@@ -124,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             for target, line in sorted(graph[module].items()):
                 if target in inside:
                     where = files[module].relative_to(REPO)
-                    print(f"  {module} -> {target}  ({where}:{line})")
+                    kind = ", type only" if line in type_only[module] else ""
+                    print(f"  {module} -> {target}  ({where}:{line}{kind})")
     print(f"{len(circles)} import circle(s) among {len(files)} modules")
     return 1 if circles else 0
 
