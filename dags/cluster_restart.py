@@ -24,7 +24,6 @@ from __future__ import annotations
 from airflow.sdk import Param, dag, task
 
 from streamops_airflow.cluster_groups import (
-    ops_settings,
     restart_step,
     restore_all_jobs,
     roll_back_restart,
@@ -46,6 +45,7 @@ def cluster_restart() -> None:
     @task(retries=0)
     def validate(params: dict | None = None) -> str:
         from streamops_airflow import params as checks
+        from streamops_airflow.hooks import ops_settings
 
         return checks.known_release(params or {}, "release", ops_settings())
 

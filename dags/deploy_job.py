@@ -35,9 +35,9 @@ def deploy_job() -> None:
     @task(multiple_outputs=True)
     def validate(params: dict | None = None) -> dict:
         from streamops_airflow import params as checks
-        from streamops_airflow.hooks import SparkStandaloneHook
+        from streamops_airflow.hooks import ops_settings
 
-        path, spec = checks.job_spec(params or {}, "spec", SparkStandaloneHook().settings)
+        path, spec = checks.job_spec(params or {}, "spec", ops_settings())
         return {"job": spec.name, "version": spec.version, "spec_path": str(path)}
 
     ctx = validate()

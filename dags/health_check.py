@@ -86,10 +86,10 @@ def health_check() -> None:
     @task(retries=0)
     def validate(params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Check the params; return the jobs and thresholds the checks use."""
-        from streamops.settings import Settings
         from streamops_airflow import params as checks
+        from streamops_airflow.hooks import ops_settings
 
-        p, settings = dict(params or {}), Settings.from_env()
+        p, settings = dict(params or {}), ops_settings()
         jobs = [checks.known_job({"jobs": j}, "jobs", settings) for j in p.get("jobs") or []]
         thresholds = {
             "max_batch_age": float(p["max_batch_age_s"]),
@@ -105,10 +105,10 @@ def health_check() -> None:
         """Run one group of checks; push their results (XCom ``results``, read by ``report``)
         and fail at once (no retry) when one of them fails."""
         from streamops import health
-        from streamops.settings import Settings
+        from streamops_airflow.hooks import ops_settings
 
         report = health.run_checks(
-            Settings.from_env(),
+            ops_settings(),
             health.Thresholds(**config["thresholds"]),
             jobs=config["jobs"] or None,
             groups=[group],
@@ -125,7 +125,7 @@ def health_check() -> None:
     def report(ti: Any = None) -> str:
         """Record the run in the health history; fail naming every failed check."""
         from streamops import health
-        from streamops.settings import Settings
+        from streamops_airflow.hooks import ops_settings
 
         results: list[health.CheckResult] = []
         if ti.xcom_pull(task_ids="validate") is None:
@@ -139,7 +139,7 @@ def health_check() -> None:
                 message = f"{group} checks did not run (see task {_check_task_id(group)})"
                 results.append(health.CheckResult(group, group, health.Level.FAIL, message))
         outcome = health.HealthReport(pendulum.now("UTC").timestamp(), tuple(results))
-        health.record(Settings.from_env().layout, outcome, source=f"airflow:{ti.run_id}")
+        health.record(ops_settings().layout, outcome, source=f"airflow:{ti.run_id}")
         log.info("health %s: %s", outcome.level.value, outcome.summary())
         if not outcome.ok:
             raise AirflowFailException(outcome.summary())

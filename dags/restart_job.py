@@ -45,10 +45,10 @@ def restart_job() -> None:
         from streamops.restart import check_mode, restart_savepoint_name
         from streamops_airflow import params as checks
         from streamops_airflow.exceptions import ParamError
-        from streamops_airflow.hooks import SparkStandaloneHook
+        from streamops_airflow.hooks import ops_settings
 
         params = params or {}
-        job = checks.known_job(params, "job", SparkStandaloneHook().settings)
+        job = checks.known_job(params, "job", ops_settings())
         try:
             mode = check_mode(str(checks.require(params, "mode")))
         except StreamopsError as exc:
@@ -65,9 +65,9 @@ def restart_job() -> None:
     def stop(ctx: dict) -> str | None:
         """Cancel the job if it still runs (no savepoint); nothing to do if it is dead."""
         from streamops.restart import stop_for_restart
-        from streamops_airflow.hooks import SparkStandaloneHook
+        from streamops_airflow.hooks import ops_settings
 
-        return stop_for_restart(SparkStandaloneHook().settings, ctx["job"])
+        return stop_for_restart(ops_settings(), ctx["job"])
 
     @task
     def resubmit(ctx: dict) -> str:
@@ -75,11 +75,11 @@ def restart_job() -> None:
         from airflow.sdk import get_current_context
 
         from streamops.restart import resubmit as resubmit_job
-        from streamops_airflow.hooks import SparkStandaloneHook
+        from streamops_airflow.hooks import ops_settings
         from streamops_airflow.operators import run_owner
 
         owner = run_owner(get_current_context())
-        return resubmit_job(SparkStandaloneHook().settings, ctx["job"], owner=owner)
+        return resubmit_job(ops_settings(), ctx["job"], owner=owner)
 
     ctx = validate()
     branch = choose(ctx)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from airflow.sdk import Param, dag, task
 
-from streamops_airflow.cluster_groups import ops_settings
 from streamops_airflow.dag_defaults import manual_dag
 
 
@@ -43,6 +42,7 @@ def rolling_scale() -> None:
         from streamops.agent.registry import Agents
         from streamops_airflow import params as checks
         from streamops_airflow.exceptions import ParamError
+        from streamops_airflow.hooks import ops_settings
 
         params = params or {}
         given = [k for k in ("workers", "add", "remove") if params.get(k) not in (None, "")]
@@ -66,12 +66,14 @@ def rolling_scale() -> None:
     @task
     def mark_batches() -> dict:
         from streamops import scale
+        from streamops_airflow.hooks import ops_settings
 
         return scale.batch_marks(ops_settings())
 
     @task(retries=0)
     def change_workers(plan: dict) -> int:
         from streamops import scale
+        from streamops_airflow.hooks import ops_settings
 
         settings = ops_settings()
         if plan["action"] == "workers":
@@ -86,12 +88,14 @@ def rolling_scale() -> None:
     @task
     def confirm_in_master(expected: int) -> None:
         from streamops import scale
+        from streamops_airflow.hooks import ops_settings
 
         scale.wait_alive_count(ops_settings(), expected)
 
     @task
     def verify_batches_continue(marks: dict, params: dict | None = None) -> dict:
         from streamops import scale
+        from streamops_airflow.hooks import ops_settings
 
         timeout = float((params or {}).get("verify_timeout") or 300)
         batches = scale.verify_batches_continue(ops_settings(), _marks(marks), timeout)
@@ -101,6 +105,7 @@ def rolling_scale() -> None:
     @task
     def rebalance() -> list[str]:
         from streamops import scale
+        from streamops_airflow.hooks import ops_settings
 
         settings = ops_settings()
         jobs = scale.rebalance_candidates(settings)

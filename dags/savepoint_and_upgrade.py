@@ -64,10 +64,10 @@ def savepoint_and_upgrade() -> None:
     def validate(params: dict | None = None) -> dict:
         from streamops_airflow import params as checks
         from streamops_airflow.exceptions import ParamError
-        from streamops_airflow.hooks import SparkStandaloneHook
+        from streamops_airflow.hooks import ops_settings
 
         params = params or {}
-        settings = SparkStandaloneHook().settings
+        settings = ops_settings()
         job = checks.known_job(params, "job", settings)
         path, spec = checks.job_spec(params, "spec", settings)
         if spec.name != job:
@@ -86,9 +86,9 @@ def savepoint_and_upgrade() -> None:
         from streamops.spec import load_spec
         from streamops.upgrade import default_savepoint_name, plan_upgrade
         from streamops_airflow.exceptions import ProcedureFailed
-        from streamops_airflow.hooks import SparkStandaloneHook
+        from streamops_airflow.hooks import ops_settings
 
-        settings = SparkStandaloneHook().settings
+        settings = ops_settings()
         job, new = ctx["job"], load_spec(ctx["spec_path"])
         upgrade_plan = plan_upgrade(settings, job, new, allow_state_drop=ctx["allow_state_drop"])
         print(upgrade_plan.render())

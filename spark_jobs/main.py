@@ -17,7 +17,7 @@ import time
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import forkserver
+from spark_jobs.forkserver import server as forkserver
 from spark_jobs.runtime import hot_standby, standby
 from spark_jobs.runtime.context import JobContext, short_error
 from spark_jobs.sources.source_state import source_reset_message

@@ -30,8 +30,8 @@ import requests
 from streamops.airflow_db import use_wal
 from streamops.exceptions import ConfigError, ProcessError
 from streamops.layout import read_json
+from streamops.services import running_service, start_service, stop_services
 from streamops.settings import PROJECT_ROOT, Settings
-from streamops.stack import running_service, start_service, stop_services
 
 CONNECT_ARGS_PATH = "streamops.airflow_db.SQLITE_CONNECT_ARGS"  # Airflow imports it
 log = logging.getLogger("streamops.airflow")

@@ -36,7 +36,7 @@ from streamops.cluster.daemons import processes_with_marker, read_cmdline
 from streamops.exceptions import ClusterError
 from streamops.jobs import JobRegistry
 from streamops.locks import file_lock
-from streamops.restore import savepoint_job
+from streamops.savepoint_taking import savepoint_job
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.spec import load_spec

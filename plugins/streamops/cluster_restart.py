@@ -32,7 +32,8 @@ from streamops.exceptions import ClusterRestartFailed, StreamopsError
 from streamops.jobs import JobRegistry, current_spec
 from streamops.layout import read_json, write_json_atomic
 from streamops.releases import ReleaseStore
-from streamops.restore import savepoint_job, start_from_savepoint
+from streamops.restore import start_from_savepoint
+from streamops.savepoint_taking import savepoint_job
 from streamops.savepoints import get_savepoint
 from streamops.scale import running_workers
 from streamops.settings import Settings

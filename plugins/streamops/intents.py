@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any
 
+from streamops.jobs import JobRegistry, read_submissions
 from streamops.layout import read_json, write_json_atomic
 from streamops.settings import Settings
 
@@ -30,3 +31,24 @@ def record_intent(
 
 def read_intent(settings: Settings, job: str, procedure: str) -> dict[str, Any]:
     return read_json(settings.layout.intent_record(job, procedure)) or {}
+
+
+def already_started(
+    settings: Settings, job: str, procedure: str, phase: str, **match: Any
+) -> str | None:
+    """The live driver a previous attempt of ``phase`` submitted, if any (a retried step
+    resumes instead of submitting twice)."""
+    intent = read_intent(settings, job, procedure)
+    if intent.get("phase") != phase or any(intent.get(k) != v for k, v in match.items()):
+        return None
+    if not JobRegistry(settings).view(job).is_live:
+        return None
+    subs = read_submissions(settings.layout.submissions_file(job))
+    since = float(intent.get("at", 0))
+    recent = [s for s in subs if s.get("event") == "submitted" and s.get("at", 0) >= since]
+    if not recent:
+        return None
+    driver = str(recent[-1]["driver_id"])
+    log.info("%s of %s: %s already done by a previous attempt (driver %s); resuming",
+             procedure, job, phase, driver)  # fmt: skip
+    return driver

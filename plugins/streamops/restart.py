@@ -1,4 +1,4 @@
-"""Manual restart of a job, in one of two modes, and the intent records of job procedures.
+"""Manual restart of a job, in one of two modes.
 
 - ``savepoint`` (graceful): savepoint with cancel → start the same spec from it → healthy.
   Nothing is replayed twice and nothing is skipped: the job resumes at the savepoint.
@@ -17,13 +17,14 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from streamops import savepoints
 from streamops.exceptions import ConfigError, JobError
-from streamops.intents import read_intent, record_intent
-from streamops.jobs import JobRegistry, current_spec, read_submissions
-from streamops.restore import savepoint_job, start_from_savepoint
+from streamops.intents import already_started, record_intent
+from streamops.jobs import JobRegistry, current_spec
+from streamops.restore import start_from_savepoint
+from streamops.savepoint_taking import savepoint_job
 from streamops.settings import Settings
 from streamops.submit import submit_job
 
@@ -89,27 +90,6 @@ def restart_from_savepoint(
     record_intent(settings, job, "restart", "start-from-savepoint", mode="savepoint",
                   savepoint=savepoint, version=spec.version, owner=owner)  # fmt: skip
     return start_from_savepoint(spec, settings, savepoint, stages, wait_healthy=wait_healthy)
-
-
-def already_started(
-    settings: Settings, job: str, procedure: str, phase: str, **match: Any
-) -> str | None:
-    """The live driver a previous attempt of ``phase`` submitted, if any (a retried step
-    resumes instead of submitting twice)."""
-    intent = read_intent(settings, job, procedure)
-    if intent.get("phase") != phase or any(intent.get(k) != v for k, v in match.items()):
-        return None
-    if not JobRegistry(settings).view(job).is_live:
-        return None
-    subs = read_submissions(settings.layout.submissions_file(job))
-    since = float(intent.get("at", 0))
-    recent = [s for s in subs if s.get("event") == "submitted" and s.get("at", 0) >= since]
-    if not recent:
-        return None
-    driver = str(recent[-1]["driver_id"])
-    log.info("%s of %s: %s already done by a previous attempt (driver %s); resuming",
-             procedure, job, phase, driver)  # fmt: skip
-    return driver
 
 
 # --- the whole procedure (the CLI's `streamops restart`) -------------------------------

@@ -191,7 +191,8 @@ def rebalance_candidates(settings: Settings) -> list[str]:
 
 def rebalance(settings: Settings, job: str, health_timeout: float = 300.0) -> str:
     """Restart ``job`` from a fresh savepoint so its executors spread over the workers."""
-    from streamops.restore import savepoint_job, start_from_savepoint
+    from streamops.restore import start_from_savepoint
+    from streamops.savepoint_taking import savepoint_job
     from streamops.savepoints import get_savepoint
     spec = current_spec(settings, job)
     name = f"{job}-rebalance-{int(time.time())}"

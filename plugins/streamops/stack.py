@@ -1,8 +1,9 @@
 """The embedded local stack behind ``streamops up`` / ``streamops down``.
 
-``up``: the local Spark cluster, fleetsim-alpha and fleetsim-beta as background processes
-(journals under ``<state>/journals``), the embedded Airflow (:mod:`streamops.airflow_stack`),
-then the fleet-pings job submitted and waited for, then Airflow waited for.
+``up``: the local Spark cluster, fleetsim-alpha and fleetsim-beta as background services
+(:mod:`streamops.services`; journals under ``<state>/journals``), the embedded Airflow
+(:mod:`streamops.airflow_stack`), then the fleet-pings job submitted and waited for, then
+Airflow waited for.
 ``down``: stop Airflow, cancel live jobs, stop the simulators, stop the cluster. Each step
 logs one line.
 """
@@ -11,18 +12,17 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
-from streamops.cluster import daemons
+from streamops.airflow_stack import AirflowStack
 from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import ProcessError
 from streamops.jobs import JobRegistry
-from streamops.layout import read_json, write_json_atomic
+from streamops.services import start_service, stop_services
 from streamops.settings import Settings
 from streamops.spec import load_spec
 
@@ -37,59 +37,6 @@ class StackOptions:
     vehicles: int = 50
     wait: float = 300.0
     airflow: bool = True
-
-
-def _service_spec(
-    settings: Settings, name: str, argv: list[str], env: Mapping[str, str] | None = None
-) -> daemons.DaemonSpec:
-    return daemons.DaemonSpec(
-        name=name,
-        kind="service",
-        argv=tuple(argv),
-        env={"PYTHONUNBUFFERED": "1", **(env or {})},
-        log=settings.layout.logs_dir / f"{name}.log",
-        ports={},
-    )
-
-
-def running_service(settings: Settings, name: str) -> daemons.PidRecord | None:
-    """The pid record of service ``name`` if it runs (a stale pid file counts as not)."""
-    data = read_json(settings.layout.service_pid_file(name))
-    record = daemons.PidRecord.from_json(data) if data else None
-    return record if record and daemons.is_running(record) else None
-
-
-def start_service(
-    settings: Settings, name: str, argv: list[str], env: Mapping[str, str] | None = None
-) -> daemons.PidRecord:
-    """Start one background service unless it already runs; record its pid file.
-
-    ``env`` is set over the caller's environment (``SPARK_*`` variables are dropped)."""
-    record = running_service(settings, name)
-    if record:
-        log.info("%s already running (pid %s)", name, record.pid)
-        return record
-    record = daemons.launch(_service_spec(settings, name, argv, env))
-    write_json_atomic(settings.layout.service_pid_file(name), record.__dict__)
-    log.info("started %s (pid %s); log %s", name, record.pid, record.log)
-    return record
-
-
-def stop_services(settings: Settings, names: Iterable[str] | None = None) -> list[str]:
-    """Stop the services ``names`` (default: every service of the state root), SIGTERM first,
-    then their whole process group; remove their pid files."""
-    folder = settings.layout.service_pid_file("x").parent
-    wanted = None if names is None else set(names)
-    files = [
-        p for p in sorted(folder.glob("*.json")) if wanted is None or p.stem in wanted
-    ]  # fmt: skip
-    records = [daemons.PidRecord.from_json(read_json(p) or {}) for p in files]
-    daemons.stop_daemons(records, timeout=10.0)
-    for p in files:
-        p.unlink(missing_ok=True)
-    for r in records:
-        log.info("stopped %s", r.name)
-    return [r.name for r in records]
 
 
 def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list[str]]:
@@ -120,7 +67,6 @@ def _wait_beta(port: int, timeout: float = 30.0) -> None:
 
 
 def up(settings: Settings, opts: StackOptions) -> None:
-    from streamops.airflow_stack import AirflowStack
     from streamops.submit import submit_job
 
     spec = load_spec(opts.spec)
@@ -144,8 +90,6 @@ def up(settings: Settings, opts: StackOptions) -> None:
 
 
 def down(settings: Settings) -> None:
-    from streamops.airflow_stack import AirflowStack
-
     AirflowStack(settings).stop()  # first, so no scheduled run starts while jobs are cancelled
     registry = JobRegistry(settings)
     cluster = LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir))

@@ -20,7 +20,7 @@ from streamops.cluster.client import MasterClient, submission_request
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobAlreadyRunning, JobError
 from streamops.jobs import JobRegistry
-from streamops.launcher import ensure_launcher_jar
+from streamops.launcher_jar import ensure_launcher_jar
 from streamops.layout import append_jsonl
 from streamops.settings import Settings
 from streamops.spec import JobSpec, encode_spec

@@ -21,7 +21,8 @@ from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.intents import record_intent
 from streamops.jobs import JobRegistry, current_spec
 from streamops.planner import StageAction, UpgradePlan, describe_spec_stages
-from streamops.restore import savepoint_job, start_from_savepoint, wait_driver_ended
+from streamops.restore import start_from_savepoint
+from streamops.savepoint_taking import savepoint_job, wait_driver_ended
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.standby import (

@@ -4,25 +4,16 @@ Each task calls one procedure of the ops library (:mod:`streamops.cluster_restar
 :mod:`streamops.scale`), the code the CLI runs; cluster steps reach nodes only through the
 node agents. The procedures record intent before each destructive step, so a retried task
 resumes instead of repeating harm. Nothing here runs at import (DAG parse) time: the ops
-library is imported inside the tasks.
+library is imported inside the tasks. Their settings come from
+:func:`~streamops_airflow.hooks.ops_settings`, as every DAG's do.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.sdk import task, task_group
 from airflow.sdk.exceptions import AirflowFailException
-
-if TYPE_CHECKING:
-    from streamops.settings import Settings
-
-
-def ops_settings() -> Settings:
-    """The ``STREAMOPS_*`` settings of the task's environment."""
-    from streamops.settings import Settings
-
-    return Settings.from_env()
 
 
 def restart_step(step: str, **kwargs: Any) -> Any:
@@ -30,6 +21,7 @@ def restart_step(step: str, **kwargs: Any) -> Any:
     record (the rollback task reports it) and fails the task."""
     from streamops import cluster_restart
     from streamops.exceptions import StreamopsError
+    from streamops_airflow.hooks import ops_settings
 
     settings = ops_settings()
     try:
@@ -43,6 +35,7 @@ def restart_step(step: str, **kwargs: Any) -> Any:
 def jobs_of_restart() -> list[str]:
     """The jobs the current restart stops and restores (recorded by ``begin``)."""
     from streamops import cluster_restart
+    from streamops_airflow.hooks import ops_settings
 
     intent = cluster_restart.load_intent(ops_settings())
     return sorted(intent.savepoints) if intent and not intent.finished else []
@@ -83,6 +76,7 @@ def roll_back_restart() -> None:
     """On a failed step: stop, switch back to the old release, start, restore every job
     from its savepoint; then fail the run with the reason."""
     from streamops import cluster_restart
+    from streamops_airflow.hooks import ops_settings
 
     settings = ops_settings()
     intent = cluster_restart.load_intent(settings)

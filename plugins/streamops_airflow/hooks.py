@@ -4,6 +4,8 @@ A thin wrapper over :class:`streamops.cluster.client.MasterClient` (no second HT
 The hook's real product is the :class:`~streamops.settings.Settings` every task uses: built
 from the ``spark_standalone`` connection when it exists, else from the ``STREAMOPS_*``
 environment (what ``streamops stack`` and the test fixtures set), and the log says which.
+Every DAG gets its settings through :func:`ops_settings` (or an operator's hook), so editing
+the connection redirects all of them, the cluster and health DAGs as well as the job DAGs.
 
 Connection fields: ``host`` = master host, ``port`` = REST submission port, extra
 ``webui_port`` (master JSON), ``master_port`` (``spark://`` port) and ``state_root``.
@@ -93,6 +95,12 @@ class SparkStandaloneHook(BaseHook):
             return False, str(exc)
         alive = [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
         return True, f"master {state.get('status')} at {state.get('url')}, {len(alive)} workers"
+
+
+def ops_settings(conn_id: str = SparkStandaloneHook.default_conn_name) -> Settings:
+    """The settings of a task of any DAG: connection ``conn_id`` when it exists, else the
+    ``STREAMOPS_*`` environment (:attr:`SparkStandaloneHook.settings`, the one resolution)."""
+    return SparkStandaloneHook(conn_id).settings
 
 
 def connection_uri(settings: Settings) -> str:

@@ -24,17 +24,18 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from streamops import standby as standbys
 from streamops.exceptions import SavepointNotFound
-from streamops.intents import record_intent
+from streamops.intents import already_started, record_intent
 from streamops.jobs import JobRegistry
-from streamops.restart import already_started, restart_from_savepoint
-from streamops.restore import start_from_savepoint, wait_driver_ended
+from streamops.restart import restart_from_savepoint
+from streamops.restore import start_from_savepoint
+from streamops.savepoint_taking import wait_driver_ended
 from streamops.savepoints import get_savepoint
 from streamops.spec import load_spec, spec_from_dict
 from streamops.standby import Standby
 from streamops.upgrade import UpgradeFailed, start_warm_standby
 from streamops.upgrade import rollback as rollback_job
 from streamops_airflow.exceptions import ProcedureFailed
-from streamops_airflow.hooks import SparkStandaloneHook
+from streamops_airflow.hooks import ops_settings
 from streamops_airflow.operators import RequestSavepointOperator, run_owner
 from streamops_airflow.sensors import JobHealthySensor, SavepointResultSensor
 
@@ -57,7 +58,7 @@ def start_standby(ctx: dict[str, Any]) -> dict[str, Any]:
     description, or ``{}`` for a cold upgrade (``ctx["standby"]``: ``cold``; or ``auto`` and no
     worker has a free core for its driver). A standby that does not come up fails the run with
     the old version untouched."""
-    settings = SparkStandaloneHook().settings
+    settings = ops_settings()
     job, spec = ctx["job"], load_spec(ctx["spec_path"])
     if not standbys.wants_standby(JobRegistry(settings), spec, ctx.get("standby", "cold")):
         log.info("upgrade of %s: cold: v%s starts once v%s has stopped", job, spec.version,
@@ -78,7 +79,7 @@ def abort_standby(standby_task_id: str) -> None:
     ready = get_current_context()["ti"].xcom_pull(task_ids=standby_task_id)
     if not ready:
         raise AirflowSkipException("no standby to abort (a cold upgrade, or none came up)")
-    standbys.abort_standby(SparkStandaloneHook().settings, Standby.from_dict(ready))
+    standbys.abort_standby(ops_settings(), Standby.from_dict(ready))
 
 
 def savepoint_with_cancel(
@@ -108,7 +109,7 @@ def start_new_version(ctx: dict[str, Any], standby: dict[str, Any] | None = None
     """Upgrade: start the new spec from the savepoint (stages by name), or release the warm
     ``standby`` from it; the driver id. The old driver (``ctx["old_driver"]``) may still be
     idling after its handover: it is allowed."""
-    settings = SparkStandaloneHook().settings
+    settings = ops_settings()
     job, savepoint = ctx["job"], ctx["savepoint"]
     base = _upgrade_fields(ctx)
     owner = run_owner(get_current_context())
@@ -131,7 +132,7 @@ def start_new_version(ctx: dict[str, Any], standby: dict[str, Any] | None = None
 @task(retries=1)
 def start_same_version(ctx: dict[str, Any]) -> str:
     """Restart: start the job's last spec from the savepoint; the driver id."""
-    settings = SparkStandaloneHook().settings
+    settings = ops_settings()
     return restart_from_savepoint(settings, ctx["job"], ctx["savepoint"], wait_healthy=None,
                                   owner=run_owner(get_current_context()))  # fmt: skip
 
@@ -166,7 +167,7 @@ def rollback(
     stopped anything (no plan, no standby, no savepoint): the old version runs on."""
     if not ctx:  # the plan failed: its output is missing
         raise AirflowSkipException("nothing to roll back: the run failed before its plan")
-    settings = SparkStandaloneHook().settings
+    settings = ops_settings()
     job, savepoint = ctx["job"], ctx["savepoint"]
     if ctx.get("rollback_spec"):
         # an upgrade: the old driver stops only once the savepoint is verified, so without it
@@ -209,7 +210,7 @@ def rollback(
 @task(retries=2)
 def done(ctx: dict[str, Any], driver: str | None, procedure: str) -> dict[str, Any]:
     """Record the end of the procedure; return the job's state for the run's XCom."""
-    settings = SparkStandaloneHook().settings
+    settings = ops_settings()
     if ctx.get("old_driver") and ctx["old_driver"] != driver:
         wait_driver_ended(settings, ctx["job"], ctx["old_driver"])  # after its handover
     view = JobRegistry(settings).view(ctx["job"])

@@ -25,8 +25,7 @@ from airflow.sdk import BaseOperator, Context
 from streamops import control, savepoints
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobError, SavepointNotFound, StreamopsError
-from streamops.intents import read_intent, record_intent
-from streamops.restart import already_started
+from streamops.intents import already_started, read_intent, record_intent
 from streamops.settings import Settings
 from streamops.spec import load_spec
 from streamops.standby import Standby, handover_fits

@@ -17,7 +17,8 @@ from support.integration import ClusterHandle, maps_file, pids_with_args, wait_u
 from streamops import savepoints
 from streamops.checkpoint_cut import last_batch
 from streamops.cluster.class_archives import ClassArchives
-from streamops.restore import earliest_positions, savepoint_job
+from streamops.restore import earliest_positions
+from streamops.savepoint_taking import savepoint_job
 from streamops.upgrade import UpgradeFailed, UpgradeRefused, plan_upgrade, upgrade
 
 pytestmark = pytest.mark.integration

@@ -1,10 +1,11 @@
 """Benchmark: savepoint time (drain + hard-linked copy + manifest) at 10k, 100k, 1M keys.
 
 Starts its own local cluster (free ports, temporary state root), runs the ``bench-state``
-job (one stateful stage with exactly N keys, then ``--trickle`` rows a batch: a large state
-with a modest input rate) for each N, takes ``--repeat`` savepoints without cancel and one
-with cancel, and prints per N: wall time of the request, the driver's own duration (drain +
-copy + manifest), bytes and files. Not part of the test suite.
+job (``tests/perf/jobs/bench_state.py``: one stateful stage with exactly N keys, then
+``--trickle`` rows a batch: a large state with a modest input rate) for each N, takes
+``--repeat`` savepoints without cancel and one with cancel, and prints per N: wall time of
+the request, the driver's own duration (drain + copy + manifest), bytes and files.
+Not part of the test suite.
 
     .venv/bin/python tests/perf/bench_savepoint.py --keys 10000 100000 1000000
 """
@@ -16,11 +17,11 @@ import logging
 import statistics
 import time
 
-from harness import bench_cluster, discard
+from harness import bench_cluster, discard, use_bench_jobs
 
 from streamops import savepoints
 from streamops.jobs import JobRegistry
-from streamops.restore import savepoint_job
+from streamops.savepoint_taking import savepoint_job
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
 from streamops.submit import submit_job
@@ -29,7 +30,7 @@ from streamops.submit import submit_job
 def bench_one(settings: Settings, keys: int, repeat: int, trickle: int) -> str:
     job = f"bench-state-{keys}"
     spec = spec_from_dict({
-        "name": job, "version": "1", "entrypoint": "spark_jobs.bench_state",
+        "name": job, "version": "1", "entrypoint": "bench_state",
         "trigger_interval": "2 seconds",
         "args": {"keys": keys, "rows_per_batch": keys, "trickle_rows": min(keys, trickle)},
         "conf": {"spark.sql.shuffle.partitions": "4"},
@@ -67,6 +68,7 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-savepoint-", "4g")
+    use_bench_jobs()
     lines = []
     try:
         cluster.start()

@@ -6,6 +6,10 @@ root when it ends (``discard``); ``STREAMOPS_BENCH_KEEP=1`` keeps it, to read th
 logs and Spark's event logs afterwards. Each benchmark first prints the machine's speed of
 the day (``python_loop_seconds``): this shared 2-core machine runs up to twice slower on some
 days, so figures of different days compare only beside it.
+
+Jobs that exist only for a benchmark live in ``tests/perf/jobs/``, not in the product's
+``spark_jobs`` package: :func:`use_bench_jobs` puts that folder on ``PYTHONPATH`` before the
+benchmark's cluster starts, and a spec names such a job by its module (``bench_state``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,20 @@ from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
+
+JOBS_DIR = Path(__file__).resolve().parent / "jobs"
+
+
+def use_bench_jobs() -> None:
+    """Make the benchmark jobs (``tests/perf/jobs``) importable on the benchmark's cluster.
+
+    The workers are started with this process's environment and hand ``PYTHONPATH`` on to the
+    drivers they launch and to every Python worker (the fork server's children too), so an
+    entrypoint ``bench_state`` imports there as ``spark_jobs.x`` does. Call it before
+    ``cluster.start()``."""
+    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(JOBS_DIR) not in current:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(JOBS_DIR), *current])
 
 
 def free_port() -> int:

@@ -5,7 +5,7 @@ the node's Spark daemon and switches its active jar release.
 - :mod:`~streamops.agent.client`: :class:`AgentClient`, typed calls with :class:`AgentError`;
 - :mod:`~streamops.agent.registry`: where agents are found (``<state>/cluster/agents``) and
   the shared token; :class:`Agents` gives the client of a node by name;
-- :mod:`~streamops.agent.launcher`: starting and stopping agent processes on this machine
+- :mod:`~streamops.agent.processes`: starting and stopping agent processes on this machine
   (the embedded default runs one per local node).
 
 Airflow and the CLI change nodes only through agents.

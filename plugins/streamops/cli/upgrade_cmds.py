@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.restore import savepoint_job
+    from streamops.savepoint_taking import savepoint_job
 
     result = savepoint_job(settings, args.job, args.name, cancel=args.cancel,
                            timeout=args.timeout)  # fmt: skip

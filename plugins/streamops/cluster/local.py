@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from streamops.agent import launcher
+from streamops.agent import processes
 from streamops.agent.registry import AgentRecord, Agents, node_order
 from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient
@@ -74,14 +74,14 @@ class LocalCluster:
         write_json_atomic(self.layout.agent_profile_file, self.profile.model_dump(mode="json"))
         with ThreadPoolExecutor(max_workers=4) as pool:
             started = list(pool.map(
-                lambda n: launcher.start_agent(self.settings, n, self.settings.master_host),
+                lambda n: processes.start_agent(self.settings, n, self.settings.master_host),
                 nodes))
         return {r.node: r for r in started}
 
     def stop_agents(self) -> list[str]:
         found = self.agents.records()
         for record in found.values():
-            launcher.stop_agent(self.settings, record)
+            processes.stop_agent(self.settings, record)
         return sorted(found, key=node_order)
 
     def _activate_default_release(self) -> None:

@@ -11,6 +11,7 @@ file's last line.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import re
@@ -20,9 +21,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from streamops.exceptions import SimulatorError
+from streamops.settings import Settings
 from streamops.sim.fleet import Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
-from streamops.sim.runner import SimulatorRun, standalone_main
+from streamops.sim.runner import (
+    SimulatorRun,
+    add_common_arguments,
+    run_foreground,
+    standalone_main,
+)
 
 log = logging.getLogger(__name__)
 
@@ -277,10 +284,51 @@ class AlphaSimulator(SimulatorRun):
         self._pending = []
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``sim alpha``."""
+    parser.add_argument(
+        "--dir", default=None, help="drop directory (default <state-root>/data/alpha)"
+    )
+    parser.add_argument(
+        "--pings-per-file", type=int, default=100, help="records per file at most (default 100)"
+    )
+    parser.add_argument(
+        "--max-file-age",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="close a file this long after its first record (default 1)",
+    )
+    add_common_arguments(parser, seed=1, vin_prefix="1A")
+
+
+def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
+    """Handler of ``sim alpha``."""
+    directory = args.dir if args.dir is not None else settings.layout.alpha_dir
+    sim = AlphaSimulator(
+        directory,
+        seed=args.seed,
+        vehicles=args.vehicles,
+        rate=args.rate,
+        pings_per_file=args.pings_per_file,
+        max_file_age=args.max_file_age,
+        malformed_every=args.malformed_every,
+        max_pings=args.max_pings,
+        journal=args.journal,
+        vin_prefix=args.vin_prefix,
+    )
+    log.info("fleetsim-alpha writing %s at %s pings/s", sim.directory, args.rate)
+    return run_foreground(sim, progress_every=args.progress_every)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streamops.sim.alpha [flags]``, the same as ``streamops sim alpha``."""
     return standalone_main(
-        "alpha", "write fleet ping CSV files into a directory (fleetsim-alpha)", argv
+        "alpha",
+        "write fleet ping CSV files into a directory (fleetsim-alpha)",
+        add_arguments,
+        run_from_args,
+        argv,
     )
 
 

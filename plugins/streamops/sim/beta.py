@@ -21,6 +21,7 @@ byte for byte.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -35,10 +36,16 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 
 from streamops.exceptions import SimulatorError
+from streamops.settings import Settings
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS, DurableLog, new_stream_id
 from streamops.sim.fleet import Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
-from streamops.sim.runner import SimulatorRun, standalone_main
+from streamops.sim.runner import (
+    SimulatorRun,
+    add_common_arguments,
+    run_foreground,
+    standalone_main,
+)
 
 log = logging.getLogger(__name__)
 
@@ -393,9 +400,54 @@ class BetaSimulator(SimulatorRun):
         self._next_sequence = first + len(raws)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``sim beta``."""
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000, 0 = any)")
+    parser.add_argument(
+        "--history", type=int, default=100_000, help="records held for clients (default 100000)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        metavar="DIR",
+        help="keep the stream in DIR (stream id, log segments): the history, the sequence and "
+        "the stream id survive a restart. Without it the history is in memory only and every "
+        "start is a new stream (new id) from sequence 1",
+    )
+    parser.add_argument(
+        "--linger",
+        action="store_true",
+        help="after --max-pings records, go on serving them until stopped (SIGTERM), so that "
+        "readers can catch up (default: stop serving at once)",
+    )
+    add_common_arguments(parser, seed=2, vin_prefix="1B")
+
+
+def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
+    """Handler of ``sim beta``."""
+    sim = BetaSimulator(
+        host=args.host,
+        port=args.port,
+        seed=args.seed,
+        vehicles=args.vehicles,
+        rate=args.rate,
+        history=args.history,
+        malformed_every=args.malformed_every,
+        max_pings=args.max_pings,
+        journal=args.journal,
+        vin_prefix=args.vin_prefix,
+        data_dir=args.data_dir,
+    )
+    log.info("fleetsim-beta stream %s, next sequence %d", sim.stream, sim.state.head()["last"] + 1)
+    return run_foreground(sim, progress_every=args.progress_every, linger=args.linger)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streamops.sim.beta [flags]``, the same as ``streamops sim beta``."""
-    return standalone_main("beta", "serve fleet pings over HTTP (fleetsim-beta)", argv)
+    return standalone_main(
+        "beta", "serve fleet pings over HTTP (fleetsim-beta)", add_arguments, run_from_args, argv
+    )
 
 
 if __name__ == "__main__":

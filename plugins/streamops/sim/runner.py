@@ -1,16 +1,83 @@
-"""What fleetsim-alpha and fleetsim-beta share: run state, the paced emission loop and the
-``python -m streamops.sim.<source>`` entry point."""
+"""What fleetsim-alpha and fleetsim-beta share: run state, the paced emission loop, the flags
+both take, the foreground run (until a signal or ``--max-pings``) and the
+``python -m streamops.sim.<source>`` entry point.
+
+Each simulator module adds its own flags and its handler (``add_arguments``, ``run_from_args``)
+beside its class; ``streamops sim`` (:mod:`streamops.cli.sim_cmds`) only registers them, so a
+simulator never imports the command line."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
-from streamops.exceptions import SimulatorError
+from streamops.exceptions import SimulatorError, StreamopsError
+from streamops.settings import Settings
 from streamops.sim.fleet import Fleet, Pacer, Timestamps
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+class Simulator(Protocol):
+    """What the foreground runner needs of a simulator."""
+
+    source: str
+
+    @property
+    def emitted(self) -> int: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def wait_done(self, timeout: float | None = None) -> bool: ...
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, seed: int, vin_prefix: str) -> None:
+    """The flags both simulators take (fleet, rate, malformed records, journal, progress)."""
+    parser.add_argument("--seed", type=int, default=seed, help="fleet seed (default %(default)s)")
+    parser.add_argument("--vehicles", type=int, default=50, help="fleet size (default 50)")
+    parser.add_argument("--rate", type=float, default=10.0, help="pings per second (default 10)")
+    parser.add_argument(
+        "--malformed-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="make every Nth record malformed (default 0 = never)",
+    )
+    parser.add_argument(
+        "--max-pings",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop after N records (default: run until stopped)",
+    )
+    parser.add_argument(
+        "--journal",
+        default=None,
+        metavar="PATH",
+        help="append every emitted record to this JSONL oracle journal",
+    )
+    parser.add_argument(
+        "--vin-prefix", default=vin_prefix, help="VIN prefix of this fleet (default %(default)s)"
+    )
+    parser.add_argument(
+        "--progress-every",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="log progress this often (default 10)",
+    )
 
 
 class SimulatorRun:
@@ -83,15 +150,98 @@ class SimulatorRun:
             wait()
 
 
-def standalone_main(source: str, description: str, argv: Sequence[str] | None) -> int:
-    """``python -m streamops.sim.<source> [flags]``, the same as ``streamops sim <source>``."""
-    from streamops.cli import sim_cmds
-
+def standalone_main(
+    source: str,
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    handler: Handler,
+    argv: Sequence[str] | None,
+) -> int:
+    """``python -m streamops.sim.<source> [flags]``, the same as ``streamops sim <source>``:
+    parse, configure logging, run ``handler``."""
     parser = argparse.ArgumentParser(
         prog=f"python -m streamops.sim.{source}", description=description
     )
-    getattr(sim_cmds, f"add_{source}_arguments")(parser)
-    return sim_cmds.run_standalone(parser, getattr(sim_cmds, f"run_{source}"), argv)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return handler(args, Settings.from_env())
+    except StreamopsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
-__all__ = ["SimulatorRun", "standalone_main"]
+def run_foreground(
+    sim: Simulator, *, progress_every: float = 10.0, stop_event: threading.Event | None = None,
+    linger: bool = False,
+) -> int:  # fmt: skip
+    """Run ``sim`` until ``stop_event``, SIGINT/SIGTERM or the end of its ``max_pings`` (with
+    ``linger``, until stopped: a server goes on serving what it emitted)."""
+    stop = stop_event if stop_event is not None else threading.Event()
+    restore = _install_signal_handlers(stop)
+    started = time.monotonic()
+    try:
+        sim.start()
+        try:
+            _wait_with_progress(sim, stop, progress_every)
+            if linger and not stop.is_set():
+                log.info("fleetsim-%s: %d records emitted; serving them until stopped",
+                         sim.source, sim.emitted)  # fmt: skip
+                while not stop.wait(0.2):
+                    pass
+        except KeyboardInterrupt:
+            log.info("fleetsim-%s: interrupted", sim.source)
+        finally:
+            sim.stop()
+    finally:
+        restore()
+    log.info(
+        "fleetsim-%s: stopped after %d records in %.1fs",
+        sim.source,
+        sim.emitted,
+        time.monotonic() - started,
+    )
+    return 0
+
+
+def _wait_with_progress(sim: Simulator, stop: threading.Event, progress_every: float) -> None:
+    """Wait for ``stop`` or the end of the run, logging a progress line now and then."""
+    last_log, last_count = time.monotonic(), 0
+    while not stop.wait(min(0.2, progress_every)):
+        if sim.wait_done(0):
+            return
+        now = time.monotonic()
+        if now - last_log >= progress_every:
+            count = sim.emitted
+            log.info(
+                "fleetsim-%s: %d records emitted (%.1f/s over the last %.0fs)",
+                sim.source,
+                count,
+                (count - last_count) / (now - last_log),
+                now - last_log,
+            )
+            last_log, last_count = now, count
+
+
+def _install_signal_handlers(stop: threading.Event) -> Any:
+    """Make SIGINT and SIGTERM set ``stop`` (main thread only); returns a restore function."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: object) -> None:
+        log.info("received %s, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+__all__ = ["SimulatorRun", "add_common_arguments", "run_foreground", "standalone_main"]

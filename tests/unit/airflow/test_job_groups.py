@@ -4,7 +4,6 @@ failed at its plan, at its warm standby or at its savepoint leaves the old versi
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from airflow.sdk.exceptions import AirflowSkipException
@@ -27,9 +26,8 @@ def test_an_upgrade_that_took_no_savepoint_rolls_nothing_back(
     """E.g. its warm standby did not come up: the old driver was never asked to stop, and
     killing it to restart it from a savepoint that does not exist would lose the job."""
     settings = Settings.from_env({}, state_root=str(tmp_path))
-    # the edge: the hook only hands out the settings; nothing may reach the cluster
-    monkeypatch.setattr(job_groups, "SparkStandaloneHook",
-                        lambda *_: SimpleNamespace(settings=settings))  # fmt: skip
+    # the edge: only the settings are handed out; nothing may reach the cluster
+    monkeypatch.setattr(job_groups, "ops_settings", lambda *_: settings)
     monkeypatch.setattr(job_groups, "rollback_job", lambda *a, **k: pytest.fail("rolled back"))
     with pytest.raises(AirflowSkipException, match="savepoint fleet-v1-to-v2 was not taken"):
         job_groups.rollback.function(CTX, "start_new_version", "upgrade", "start_standby")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_jobs.forkserver import ForkServer, parent_of
+from spark_jobs.forkserver.server import ForkServer, parent_of
 from spark_jobs.runtime.warmup import WARMUP_FORMAT, WarmupDataSource
 
 CLIENT = str(Path(sys.executable).parent / "streamops-python")

@@ -1,18 +1,9 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from streamops.exceptions import ConfigError
-from streamops.restart import (
-    already_started,
-    check_mode,
-    read_intent,
-    record_intent,
-    restart_savepoint_name,
-)
-from streamops.settings import Settings
+from streamops.restart import check_mode, restart_savepoint_name
 
 
 def test_modes() -> None:
@@ -20,24 +11,6 @@ def test_modes() -> None:
     assert check_mode("last-checkpoint") == "last-checkpoint"
     with pytest.raises(ConfigError, match="not one of savepoint, last-checkpoint"):
         check_mode("hard")
-
-
-def test_intent_is_recorded_and_read_back(tmp_path: Path) -> None:
-    settings = Settings.from_env({}, state_root=str(tmp_path))
-    assert read_intent(settings, "job-a", "restart") == {}
-    record_intent(settings, "job-a", "restart", "resubmit", version="2")
-    intent = read_intent(settings, "job-a", "restart")
-    assert intent["phase"] == "resubmit" and intent["version"] == "2"
-    assert (tmp_path / "jobs" / "job-a" / "restart.json").is_file()
-
-
-def test_nothing_to_resume_when_the_intent_is_another_phase(tmp_path: Path) -> None:
-    settings = Settings.from_env({}, state_root=str(tmp_path))
-    record_intent(settings, "job-a", "restart", "cancel")
-    assert already_started(settings, "job-a", "restart", "resubmit") is None
-    record_intent(settings, "job-a", "restart", "start-from-savepoint", savepoint="sp-1")
-    assert already_started(settings, "job-a", "restart", "start-from-savepoint",
-                           savepoint="sp-2") is None  # fmt: skip
 
 
 def test_savepoint_names_are_safe() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import spark_jobs
-from streamops.launcher import JAR_NAME
+from streamops.launcher_jar import JAR_NAME
 from streamops.settings import Settings
 from streamops.spec import JobSpec, decode_spec, spec_from_dict
 from streamops.submit import (

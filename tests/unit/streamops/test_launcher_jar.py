@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from streamops.launcher import JAR_NAME, ensure_launcher_jar
+from streamops.launcher_jar import JAR_NAME, ensure_launcher_jar
 from streamops.layout import StateLayout
 
 

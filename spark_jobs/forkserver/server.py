@@ -7,9 +7,9 @@ each importing PySpark, NumPy and PyArrow anew: most of a second of CPU each, on
 that is saturated while a new version starts (``tests/perf/bench_upgrade.py``). The driver
 starts this server first thing (:meth:`ForkServer.start`, in parallel with its JVM); the
 server imports those modules once. Once the session is up, :meth:`ForkServer.attach` makes
-``streamops-python`` (``spark_jobs.forkexec``) the Python of the session's Python functions
-and tells the server which JVM may ask: the driver's own. Spark then starts its workers as
-before, and ``streamops-python`` turns each start into a fork here.
+``streamops-python`` (:mod:`spark_jobs.forkserver.client`) the Python of the session's Python
+functions and tells the server which JVM may ask: the driver's own. Spark then starts its
+workers as before, and ``streamops-python`` turns each start into a fork here.
 
 The server forks a child per accepted request, gives it the requester's stdin, stdout and
 stderr, environment, working directory and arguments, runs the module as ``python -m`` would
@@ -43,12 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.forkexec import PYTHON_ENV, SOCKET_ENV
+from spark_jobs.forkserver.client import PYTHON_ENV, SOCKET_ENV
 
 log = logging.getLogger("spark_jobs.forkserver")
 
 CONF_ENABLED = "spark.streamops.pythonForkServer"
-CLIENT = "streamops-python"  # the console script of spark_jobs.forkexec
+CLIENT = "streamops-python"  # the console script of spark_jobs.forkserver.client
 # What the driver's Python workers import: Spark's runner modules (streaming sources, data
 # source lookup, creation and read planning, the daemon and its worker) and the job's sources.
 PRELOAD = (
@@ -97,7 +97,7 @@ class ForkServer:
         # the server's, so the server starts with it
         env = dict(os.environ, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "spark_jobs.forkserver", str(directory / "s")],
+            [sys.executable, "-m", "spark_jobs.forkserver.server", str(directory / "s")],
             stdin=subprocess.PIPE, env=env,
         )  # fmt: skip
         return cls(proc, directory)

@@ -3,7 +3,7 @@
 Spark starts a Python process for each streaming Python source of a driver, for each kind of
 data source planning, and a daemon per kind of function on each executor; every one imports
 PySpark, NumPy and PyArrow anew (most of a second of CPU each). A driver with the fork server
-on (``spark_jobs.forkserver``) sets this program as the Python of its session: run as
+on (:mod:`spark_jobs.forkserver.server`) sets this program as the Python of its session: run as
 ``streamops-python -m MODULE ...`` beside that driver, it asks the driver's fork server to
 fork a process that has those imports done, passes it its stdin, stdout, stderr, arguments,
 environment and working directory, forwards the signals it gets to it and exits as it

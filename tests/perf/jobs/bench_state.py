@@ -5,6 +5,10 @@ job) emits ``rows_per_batch`` rows per batch cycling over ``keys`` keys until ev
 seen, then ``trickle_rows`` per batch (a large state with a modest input rate); the
 ``counts`` stage keeps a count and a sum per key (Spark state: ``keys`` rows). Args:
 ``keys``, ``rows_per_batch``, ``trickle_rows`` (default: ``rows_per_batch``).
+
+A benchmark's job, not a product's: it lives outside ``spark_jobs`` and runs on a cluster
+whose ``PYTHONPATH`` holds this folder (``harness.use_bench_jobs``), as entrypoint
+``bench_state``.
 """
 
 from __future__ import annotations
