@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from streamops.cluster import daemons
@@ -35,12 +33,14 @@ from streamops.health_report import (
     CheckResult,
     HealthReport,
     Level,
+    Observation,
     Thresholds,
     read_history,
     record,
 )
 from streamops.health_sources import check_sources, committed_positions, spec_args
-from streamops.jobs import JobRegistry, JobView, read_submissions
+from streamops.job_view import JobView
+from streamops.jobs import JobRegistry, read_submissions
 from streamops.layout import StateLayout, read_json
 from streamops.settings import Settings
 
@@ -66,23 +66,6 @@ __all__ = [
 
 
 # --- observation ------------------------------------------------------------------------
-@dataclass
-class Observation:
-    """What the checks look at, read once: the master's JSON and the declared jobs' views."""
-
-    settings: Settings
-    thresholds: Thresholds
-    master: dict[str, Any] | None
-    jobs: list[str]
-    views: dict[str, JobView] = field(default_factory=dict)
-    now: float = field(default_factory=time.time)
-    http_timeout: float = 5.0
-
-    @property
-    def live_views(self) -> list[JobView]:
-        return [v for n in self.jobs if (v := self.views.get(n)) is not None and v.is_live]
-
-
 def declared_jobs(layout: StateLayout) -> list[str]:
     """Jobs that should be running: submitted, not cancelled nor deliberately stopped since."""
     out = []

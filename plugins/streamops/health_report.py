@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from streamops.exceptions import Unhealthy
+from streamops.job_view import JobView
 from streamops.layout import StateLayout, append_jsonl
+from streamops.settings import Settings
 
 
 class Level(StrEnum):
@@ -158,3 +161,20 @@ def read_history(layout: StateLayout, last: int = 20) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return out
+
+
+@dataclass
+class Observation:
+    """What the checks look at, read once: the master's JSON and the declared jobs' views."""
+
+    settings: Settings
+    thresholds: Thresholds
+    master: dict[str, Any] | None
+    jobs: list[str]
+    views: dict[str, JobView] = field(default_factory=dict)
+    now: float = field(default_factory=time.time)
+    http_timeout: float = 5.0
+
+    @property
+    def live_views(self) -> list[JobView]:
+        return [v for n in self.jobs if (v := self.views.get(n)) is not None and v.is_live]

@@ -19,17 +19,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 
 from streamops.exceptions import StreamopsError
-from streamops.health_report import CheckResult, Level
-from streamops.jobs import JobView, current_spec
+from streamops.health_report import CheckResult, Level, Observation
+from streamops.job_view import JobView
+from streamops.jobs import current_spec
 from streamops.settings import Settings
-
-if TYPE_CHECKING:  # the observation is health's; this module only reads it
-    from streamops.health import Observation
 
 
 def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:

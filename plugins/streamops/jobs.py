@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
+from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.layout import append_jsonl, read_json
 from streamops.lease import read_lease
 from streamops.names import check_name
@@ -27,49 +27,6 @@ from streamops.spec import JobSpec, spec_from_dict
 from streamops.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
 
 log = logging.getLogger("streamops.jobs")
-
-LIVE_DRIVER_STATES = frozenset({"SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"})
-ENDED_DRIVER_STATES = frozenset({"FAILED", "ERROR", "KILLED", "FINISHED"})
-
-
-@dataclass(frozen=True)
-class JobView:
-    """One job as the ops side sees it right now."""
-
-    name: str
-    version: str | None
-    state: str
-    is_live: bool
-    driver_id: str | None
-    driver_state: str | None
-    worker: str | None
-    last_batch_age: float | None
-    input_rows_per_second: float | None
-    processed_rows_per_second: float | None
-    status: dict[str, Any] = field(default_factory=dict, repr=False)
-    standby: str | None = None  # a hot job's live standby driver ("driver-… armed")
-
-    @property
-    def stages(self) -> dict[str, dict[str, Any]]:
-        return self.status.get("stages") or {}
-
-    @property
-    def healthy(self) -> bool:
-        """Live, running, and every stage is ready: it committed a batch or is idle (no data)."""
-        return (
-            self.is_live
-            and self.state == "RUNNING"
-            and self.status.get("state") == "RUNNING"
-            and self.status.get("driver_id") == self.driver_id
-            and bool(self.stages)
-            and all(s.get("ready") for s in self.stages.values())
-        )
-
-    @property
-    def ended(self) -> bool:
-        """No driver or application of the job is live and the master says its driver ended."""
-        return not self.is_live and self.driver_state in ENDED_DRIVER_STATES
-
 
 def current_spec(settings: Settings, job: str) -> JobSpec:
     """The spec of the running driver's submission (else the last one that was no standby)."""

@@ -20,7 +20,8 @@ from typing import Any
 from streamops import savepoints
 from streamops.cluster.client import free_cores
 from streamops.exceptions import JobError
-from streamops.jobs import ENDED_DRIVER_STATES, JobRegistry
+from streamops.job_view import ENDED_DRIVER_STATES
+from streamops.jobs import JobRegistry
 from streamops.layout import read_json, write_json_atomic
 from streamops.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
 from streamops.settings import Settings

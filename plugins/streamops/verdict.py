@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the registry uses the verdict: the view's module cannot be imported here
-    from streamops.jobs import JobView
+from streamops.job_view import JobView
 
 ERROR_CHARS = 1500
 

@@ -22,7 +22,8 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from streamops.cluster.client import MasterClient, WorkerInfo
 from streamops.exceptions import StreamopsError
-from streamops.jobs import JobRegistry, JobView
+from streamops.job_view import JobView
+from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops_airflow.provider import CONN_TYPE
 

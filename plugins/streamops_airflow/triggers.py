@@ -19,7 +19,8 @@ from airflow.sdk import BaseOperator
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from streamops.exceptions import StreamopsError
-from streamops.jobs import JobRegistry, JobView
+from streamops.job_view import JobView
+from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.verdict import Observation, Outcome, health_verdict, timed_out
 from streamops_airflow.exceptions import ProcedureFailed

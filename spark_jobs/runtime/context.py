@@ -18,13 +18,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.runtime.control import ControlLoop
+from spark_jobs.runtime.protocols import BatchSink, Stage
 from spark_jobs.runtime.savepointing import resume_point
 from spark_jobs.runtime.status import StatusBoard, StatusListener
 from spark_jobs.sources.positions import gate_waiting_dir
@@ -36,8 +36,6 @@ from streamops.spec import JobSpec, ProcessingGuarantee
 
 log = logging.getLogger("spark_jobs.runtime")
 _DRIVER_ID = re.compile(r"^driver-\d+-\d+$")
-
-BatchSink = Callable[[DataFrame, int], None]
 
 # Errors of a loaded machine, not of the job: Spark gives a new Python worker 10 s to connect.
 TRANSIENT_ERRORS = (
@@ -57,18 +55,6 @@ def short_error(exc: BaseException) -> str:
 
 class JobFailed(RuntimeError):
     """A stage's streaming query terminated with an error."""
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One named streaming query: the unit of state compatibility."""
-
-    name: str
-    frame: DataFrame
-    sink: BatchSink
-    output_mode: str = "append"
-    stateful: bool = False
-    dry_sink: bool = False  # built for a rehearsal context, the sink computes but writes nothing
 
 
 class JobContext:

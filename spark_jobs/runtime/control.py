@@ -1,6 +1,6 @@
 """The driver's side of the control protocol: savepoint and stop at a batch boundary.
 
-Polled by the supervising loop of :class:`JobContext` between checks of its queries, so
+Polled by the supervising loop of :class:`RunningJob` between checks of its queries, so
 requests are handled one at a time on one thread. A savepoint of a job that goes on does not
 pause it: each stage is copied as its last committed batch left it (files of later batches
 are left out, :mod:`streamops.checkpoint_cut`). A stop, or a savepoint with ``cancel``, pauses
@@ -13,15 +13,13 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from spark_jobs.runtime.protocols import RunningJob
 from spark_jobs.runtime.savepointing import drain, stage_entry
 from streamops import control, savepoints
 from streamops.checkpoint_cut import last_batch
 from streamops.layout import read_json
-
-if TYPE_CHECKING:
-    from spark_jobs.runtime.context import JobContext
 
 log = logging.getLogger("spark_jobs.control")
 DRAIN_TIMEOUT = 120.0
@@ -29,7 +27,7 @@ HANDOVER_WAIT_S = 60.0  # the longest a stopped driver waits for its successor t
 
 
 class ControlLoop:
-    def __init__(self, ctx: JobContext) -> None:
+    def __init__(self, ctx: RunningJob) -> None:
         self.ctx = ctx
 
     def poll(self, queries: dict[str, Any]) -> Literal["exit"] | None:

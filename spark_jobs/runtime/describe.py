@@ -30,15 +30,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from py4j.java_gateway import get_field
 from py4j.protocol import Py4JError
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 
-if TYPE_CHECKING:
-    from spark_jobs.runtime.context import JobContext
+from spark_jobs.runtime.protocols import RunningJob
 
 log = logging.getLogger("spark_jobs.describe")
 
@@ -85,8 +84,8 @@ def describe_stage(frame: DataFrame, *, output_mode: str | None = None) -> dict[
     }
 
 
-def describe_job_stages(ctx: JobContext) -> dict[str, dict[str, Any]]:
-    """Descriptor of every stage of a built :class:`~spark_jobs.runtime.JobContext`."""
+def describe_job_stages(ctx: RunningJob) -> dict[str, dict[str, Any]]:
+    """Descriptor of every stage of a built :class:`~spark_jobs.runtime.protocols.RunningJob`."""
     out: dict[str, dict[str, Any]] = {}
     for stage in ctx.stages:
         desc = describe_stage(stage.frame, output_mode=stage.output_mode)

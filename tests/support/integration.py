@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamops.cluster.local import LocalCluster
-from streamops.jobs import JobRegistry, JobView
+from streamops.job_view import JobView
+from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 
 

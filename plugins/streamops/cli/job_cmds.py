@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from streamops.exceptions import ConfigError
-from streamops.jobs import JobRegistry, JobView
+from streamops.job_view import JobView
+from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.spec import JobSpec, load_spec, spec_from_dict
 

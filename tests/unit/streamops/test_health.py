@@ -14,7 +14,7 @@ from sqlalchemy import Column, Float, MetaData, String, Table, create_engine
 from streamops import health, lease
 from streamops.exceptions import Unhealthy
 from streamops.health import CheckResult, HealthReport, Level, Observation, Thresholds
-from streamops.jobs import JobView
+from streamops.job_view import JobView
 from streamops.layout import append_jsonl, write_json_atomic
 from streamops.settings import Settings
 

@@ -12,7 +12,7 @@ import pytest
 from support.beta_server import beta_serving, stream_of
 
 from streamops.health import Level, Observation, Thresholds, check_sources
-from streamops.jobs import JobView
+from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.sim.beta import BetaSimulator
 

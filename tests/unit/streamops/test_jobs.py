@@ -14,7 +14,8 @@ import pytest
 
 from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobAlreadyRunning, UnsafeNameError
-from streamops.jobs import JobRegistry, JobView, read_submissions
+from streamops.job_view import JobView
+from streamops.jobs import JobRegistry, read_submissions
 from streamops.layout import append_jsonl, write_json_atomic
 from streamops.settings import Settings
 from streamops.submit import ensure_not_running

@@ -19,7 +19,8 @@ import pytest
 from airflow.sdk import PokeReturnValue
 
 from streamops.exceptions import ClusterNotRunning, JobError
-from streamops.jobs import JobRegistry, JobView
+from streamops.job_view import JobView
+from streamops.jobs import JobRegistry
 from streamops.layout import append_jsonl
 from streamops.settings import Settings
 from streamops.verdict import Observation, Outcome, health_verdict

@@ -1,0 +1,50 @@
+"""A job as the ops side sees it at one moment (``JobView``), and the driver states that
+matter to it: built by the registry (``streamops.jobs``), judged by the health verdict
+(``streamops.verdict``) and shown by the CLI, without either importing the other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+LIVE_DRIVER_STATES = frozenset({"SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"})
+ENDED_DRIVER_STATES = frozenset({"FAILED", "ERROR", "KILLED", "FINISHED"})
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One job as the ops side sees it right now."""
+
+    name: str
+    version: str | None
+    state: str
+    is_live: bool
+    driver_id: str | None
+    driver_state: str | None
+    worker: str | None
+    last_batch_age: float | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    status: dict[str, Any] = field(default_factory=dict, repr=False)
+    standby: str | None = None  # a hot job's live standby driver ("driver-… armed")
+
+    @property
+    def stages(self) -> dict[str, dict[str, Any]]:
+        return self.status.get("stages") or {}
+
+    @property
+    def healthy(self) -> bool:
+        """Live, running, and every stage is ready: it committed a batch or is idle (no data)."""
+        return (
+            self.is_live
+            and self.state == "RUNNING"
+            and self.status.get("state") == "RUNNING"
+            and self.status.get("driver_id") == self.driver_id
+            and bool(self.stages)
+            and all(s.get("ready") for s in self.stages.values())
+        )
+
+    @property
+    def ended(self) -> bool:
+        """No driver or application of the job is live and the master says its driver ended."""
+        return not self.is_live and self.driver_state in ENDED_DRIVER_STATES

@@ -1,0 +1,53 @@
+"""What the runtime's helpers need of a running job, so they do not import its context.
+
+``JobContext`` (``context.py``) is the job author's API and runs the stages; the control loop
+(``control.py``), the stage descriptions (``describe.py``) and the standbys
+(``standby.py``, ``hot_standby.py``) work on a job through :class:`RunningJob`, a protocol the
+context satisfies, and on its stages through :class:`Stage`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_jobs.runtime.status import StatusBoard
+from streamops.layout import StateLayout
+from streamops.spec import JobSpec
+
+BatchSink = Callable[[DataFrame, int], None]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named streaming query: the unit of state compatibility."""
+
+    name: str
+    frame: DataFrame
+    sink: BatchSink
+    output_mode: str = "append"
+    stateful: bool = False
+    dry_sink: bool = False  # built for a rehearsal context, the sink computes but writes nothing
+
+
+class RunningJob(Protocol):
+    """A built job in its driver: its stages, status board, checkpoints and lease."""
+
+    spark: SparkSession
+    spec: JobSpec
+    layout: StateLayout
+    stages: list[Stage]
+    board: StatusBoard
+    from_savepoint: str | None
+
+    @property
+    def job(self) -> str: ...
+
+    def checkpoint_for(self, stage: str) -> str: ...
+
+    def describe(self, stage: str) -> dict[str, Any] | None: ...
+
+    def release_lease(self) -> None: ...
