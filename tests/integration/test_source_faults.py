@@ -6,16 +6,20 @@ fleetsim-beta runs as a real process on its own data directory (a durable log):
    ``degraded`` in the status and health warns; thawed, it is ``ok`` again;
 2. then the node that hosts the driver is killed (kill -9 of the worker with the driver and
    executors): the driver is relaunched on the other worker and every stage commits again;
-3. beta stopped and started again on its data directory: it keeps its stream and sequence and
+3. the master is killed: the job commits on, health says it runs on without the master, and
+   the master, started again, knows the driver again (its FILESYSTEM recovery);
+4. beta stopped and started again on its data directory: it keeps its stream and sequence and
    the job reads on where it left off; the sinks then equal the batch recomputation over
    every record both simulators emitted (0 lost, 0 duplicated, 0 different);
-4. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
+5. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
    the positions, the driver is not relaunched in a loop, and health fails naming it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +32,7 @@ from support.integration import ClusterHandle, describe_job, wait_until
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
 from streamops.checkpoint_cut import last_batch
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.health import Level, Thresholds, run_checks
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
@@ -46,6 +51,7 @@ SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.ya
 JOB = "fleet-faults"
 RATE = 30.0
 FREEZE_S = 25
+STAGES = {"vehicles", "vehicle-stats-1m"}
 
 
 def stage_batches(cluster: ClusterHandle) -> dict[str, int]:
@@ -116,15 +122,35 @@ def test_faults_from_outside(
         # 2. kill -9 of the node that hosts the driver (worker, driver, executors): the
         # master relaunches the driver on the other worker, which takes the lease at once
         killed_at, worker = kill_node_of(cluster, str(registry.view(JOB).driver_id))
-        recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, {"vehicles",
-                                                                         "vehicle-stats-1m"}),
+        recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, STAGES),
                                120, "every stage to commit after the node's death",
                                describe=describe)  # fmt: skip
         print(f"node kill: every stage committed again {recovered:.1f}s after it")
         assert registry.view(JOB).is_live, describe()
         cluster.cluster.add_worker(worker)  # the next tests find two workers again
 
-        # 3. beta stopped and started again on its log: same stream, the sequence goes on
+        # 3. kill -9 of the master: the job commits on, health says the master is down and
+        # the job alive; restarted (FILESYSTEM recovery), the master knows the driver again
+        driver = registry.view(JOB).driver_id
+        master = cluster.cluster.daemons()[MASTER_NAME]
+        killed_at = time.time()
+        os.kill(master.pid, signal.SIGKILL)
+        wait_until(lambda: next_batches(cluster, JOB, killed_at + 2, STAGES), 60,
+                   "batches while the master is down", describe=describe)  # fmt: skip
+        checks = {r.name: r for r in run_checks(cluster.settings, groups=["jobs"]).results}
+        assert checks[JOB].level is Level.WARN, checks
+        assert "runs on without the master" in checks[JOB].message
+        assert f"driver {driver} holds its lease" in checks[JOB].message
+        cluster.cluster.start()
+        known = wait_until(
+            lambda: (v := registry.view(JOB)).is_live and v.driver_id == driver
+            and v.driver_state == "RUNNING", 180,
+            "the restarted master to know the driver again", describe=describe,
+        )  # fmt: skip
+        assert known
+        print(f"master kill: known again {time.time() - killed_at:.1f}s after it")
+
+        # 4. beta stopped and started again on its log: same stream, the sequence goes on
         beta.stop()
         last_before = max(r.sequence for r in read_journal(tmp_path / "beta.jsonl"))
         beta.start(max_pings=int(RATE * 10))
@@ -153,7 +179,7 @@ def test_faults_from_outside(
             assert result.ok, result.summary()
         assert not (registry.view(JOB).status["sources_state"]["fleetsim-beta"].get("losses"))
 
-        # 4. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
+        # 5. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
         beta.stop()
         shutil.rmtree(beta.data_dir)
         beta.start(max_pings=50)
