@@ -8,14 +8,21 @@ before each:
   executors on it (the worker's whole process group). The worker is started again afterwards
   (as an operator would) so that the next fault finds two;
 - ``executor``: kill -9 of one executor JVM of the job;
-- ``driver``: kill -9 of the driver's JVM alone (its Python child with it).
+- ``driver``: kill -9 of the driver's JVM alone (its Python child with it);
+- ``master``: kill -9 of the master; the job must go on committing meanwhile; the master is
+  started again and the recovery is when it knows the driver again (FILESYSTEM recovery).
+
+With ``--standby hot`` the job runs with a hot standby (``standby: hot``) on a cluster of three
+workers (its cores), armed on another worker than the driver before each fault; the new
+standby armed after a fault is printed too.
 
 For each it prints when the fault was detected (the master shows the worker DEAD or the
 driver relaunched; for an executor, the job's stages go on) and the recovery: seconds from
 the kill to every stage's next committed batch. At the end the simulators stop, the job
 catches up and the sinks are compared with the batch recomputation: lost / extra / different.
 
-    .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,executor,driver
+    .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,executor,driver,master
+    .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,driver --standby hot
 """
 
 from __future__ import annotations
@@ -35,13 +42,15 @@ from harness import bench_cluster, discard, fleet_spec
 from spark_jobs.sinks import store
 from streamops.class_training import train_class_archives
 from streamops.cluster.client import MasterClient
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.local import LocalCluster
 from streamops.jobs import JobRegistry
+from streamops.layout import read_json
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
-from streamops.submit import submit_job
+from streamops.submit import submit_hot_standby, submit_job
 
 JOB = "fleet-bench-failover"
 
@@ -105,6 +114,17 @@ def detect(settings: Settings, t0: float, old_driver: str | None, worker: str | 
     return float("nan")
 
 
+def taken_over(settings: Settings, t0: float, old_driver: str | None) -> float:
+    """Seconds until the job's status says the standby took it over from ``old_driver``."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = read_json(settings.layout.status_file(JOB)) or {}
+        if status.get("took_over_from") == old_driver and status.get("driver_id") != old_driver:
+            return time.time() - t0
+        time.sleep(0.05)
+    return float("nan")
+
+
 def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]) -> str:
     view = JobRegistry(settings).view(JOB)
     t0 = time.time()
@@ -115,7 +135,8 @@ def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]
         name = next(n for n, r in cluster.daemons().items() if r.pgid == group)
         t0 = time.time()
         os.killpg(group, signal.SIGKILL)
-        detected = detect(settings, t0, view.driver_id, worker)
+        detected = (taken_over(settings, t0, view.driver_id) if view.standby
+                    else detect(settings, t0, view.driver_id, worker))  # fmt: skip
         recovery = wait_recovered(settings, t0, stages)
         cluster.add_worker(name)  # back to two workers for the next fault
     elif kind == "driver":
@@ -124,13 +145,59 @@ def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]
         for child in children(pid):
             os.kill(child, signal.SIGKILL)
         os.kill(pid, signal.SIGKILL)
-        detected = detect(settings, t0, view.driver_id, None)
+        detected = (taken_over(settings, t0, view.driver_id) if view.standby
+                    else detect(settings, t0, view.driver_id, None))  # fmt: skip
         recovery = wait_recovered(settings, t0, stages)
+    elif kind == "master":
+        t0 = time.time()
+        os.kill(cluster.daemons()[MASTER_NAME].pid, signal.SIGKILL)
+        during = wait_recovered(settings, t0 + 1, stages)  # batches while it is down
+        cluster.start()
+        recovery = known_again(settings, view.driver_id) - t0
+        return (f"{kind:9s} batches went on ({during:.1f} s after)  known again "
+                f"{recovery:5.1f} s")  # fmt: skip
     else:
         t0 = time.time()
         os.kill(executor_jvm(settings), signal.SIGKILL)
         recovery = wait_recovered(settings, t0, stages)
-    return f"{kind:9s} detected {detected:5.1f} s  recovered {recovery:5.1f} s"
+    line = f"{kind:9s} detected {detected:5.1f} s  recovered {recovery:5.1f} s"
+    if view.standby:
+        took = JobRegistry(settings).view(JOB).status.get("took_over_from")
+        line += f"  (taken over by the standby: {took == view.driver_id})"
+    return line
+
+
+def known_again(settings: Settings, driver: str | None, timeout: float = 180) -> float:
+    """When the restarted master lists ``driver`` as the job's live driver again."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            view = JobRegistry(settings).view(JOB)
+            if view.is_live and view.driver_id == driver and view.driver_state == "RUNNING":
+                return time.time()
+        except Exception:  # the master is still starting
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"the restarted master did not know driver {driver} within {timeout:.0f}s")
+
+
+def armed_apart(settings: Settings, spec: object, since: float, timeout: float = 300) -> float:
+    """Wait until the hot standby is armed (after ``since``) on another worker than the
+    driver, replacing one placed beside it; when it was armed."""
+    registry = JobRegistry(settings)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        doc = read_json(settings.layout.hot_standby_file(JOB)) or {}
+        placed = {d.id: d.worker for d in registry.client.active_drivers()}
+        standby, primary = doc.get("driver_id"), registry.view(JOB).driver_id
+        if standby in placed and float(doc.get("armed_at") or 0) > since:
+            if placed[standby] != placed.get(primary):
+                return float(doc["armed_at"])
+            registry.kill_driver(JOB, standby)
+            submit_hot_standby(spec, settings)  # type: ignore[arg-type]
+            since = time.time()
+        time.sleep(0.5)
+    raise SystemExit(f"no hot standby armed apart from the driver within {timeout:.0f}s")
 
 
 def main() -> None:
@@ -138,9 +205,11 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=100.0, help="pings/s of each simulator")
     ap.add_argument("--faults", default="node,executor,driver")
     ap.add_argument("--settle", type=float, default=20.0, help="steady seconds before a fault")
+    ap.add_argument("--standby", choices=("none", "hot"), default="none")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    root, settings, cluster = bench_cluster("bench-failover-", "3g")
+    workers = 3 if args.standby == "hot" else 2
+    root, settings, cluster = bench_cluster("bench-failover-", "3g", workers=workers)
     work = root / "work"
     alpha = AlphaSimulator(work / "alpha", seed=5, rate=args.rate, journal=work / "a.jsonl")
     beta = BetaSimulator(port=0, seed=6, rate=args.rate, journal=work / "b.jsonl")
@@ -154,10 +223,17 @@ def main() -> None:
         spec = fleet_spec("fleet-pings.yaml", JOB, "1 second",
                           {"alpha_dir": str(work / "alpha"), "beta_url": beta.url,
                            "store_url": url})  # fmt: skip
+        spec = spec.model_copy(update={"standby": args.standby})
         submit_job(spec, settings, wait_healthy=600)
         stages = set(JobRegistry(settings).view(JOB).stages)
+        since = 0.0
         for kind in args.faults.split(","):
+            if args.standby == "hot":
+                armed = armed_apart(settings, spec, since)
+                if since:
+                    print(f"          a new standby armed {armed - since:.1f} s after the fault")
             time.sleep(args.settle)
+            since = time.time()
             line = fault(cluster, settings, kind.strip(), stages)
             print(line, flush=True)
             lines.append(line)
@@ -184,7 +260,8 @@ def main() -> None:
         finally:
             cluster.stop()
             discard(Path(root))
-    print(f"\nfailover benchmark ({args.rate:.0f} pings/s per source, trigger 1 s, 2 workers):")
+    print(f"\nfailover benchmark ({args.rate:.0f} pings/s per source, trigger 1 s, {workers} "
+          f"workers, standby {args.standby}):")
     print("\n".join(lines))
 
 

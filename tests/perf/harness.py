@@ -65,9 +65,10 @@ def python_loop_seconds() -> float:
 
 
 def bench_cluster(
-    prefix: str, worker_memory: str = "3g", worker_cores: int = 4
+    prefix: str, worker_memory: str = "3g", worker_cores: int = 4, workers: int = 2
 ) -> tuple[Path, Settings, LocalCluster]:
-    """A fresh state root, settings on free ports, and a 2-worker cluster (not yet started).
+    """A fresh state root, settings on free ports, and a cluster of ``workers`` (not yet
+    started).
 
     Four cores a worker (Spark's slots, not the machine's), as in ``config/cluster/local.yaml``:
     a warm standby then gets its executors beside the running version."""
@@ -78,7 +79,7 @@ def bench_cluster(
         rest_port=free_port(),
     )  # fmt: skip
     profile = ClusterProfile.from_mapping(
-        {"workers": 2, "worker_cores": worker_cores, "worker_memory": worker_memory,
+        {"workers": workers, "worker_cores": worker_cores, "worker_memory": worker_memory,
          "worker_webui_port_base": 0}
     )  # fmt: skip
     return root, settings, LocalCluster(settings, profile)
