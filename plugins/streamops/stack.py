@@ -135,7 +135,7 @@ def up(settings: Settings, opts: StackOptions) -> None:
     settings.layout.journals_dir.mkdir(parents=True, exist_ok=True)
     for name, argv in simulator_commands(settings, opts).items():
         start_service(settings, name, argv)
-    start_service(settings, "dashboard", dashboard_command(settings))
+    start_service(settings, "dashboard", dashboard_command(settings), env=settings.to_env())
     airflow = AirflowStack(settings) if opts.airflow else None
     if airflow is not None:
         airflow.launch()  # starts while the job is submitted; waited for at the end

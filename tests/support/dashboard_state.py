@@ -8,6 +8,7 @@ manifests, the health history), so the dashboard reads what a running stack woul
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,13 +31,15 @@ def vin(i: int) -> str:
 
 def vehicle_rows(count: int, *, shift: float = 0.0, at: float | None = None,
                  sequence: int = 1) -> list[dict[str, Any]]:  # fmt: skip
-    """``count`` vehicles spread over the simulators' region, ``shift`` degrees east; every
-    third one has OBD codes (a v2 column)."""
+    """``count`` vehicles scattered over the simulators' region, ``shift`` degrees east (never
+    past 90°W for a shift up to 1.5); every third one has OBD codes (a v2 column)."""
     at = time.time() if at is None else at
+    rng = random.Random(20261125)  # the same places at every call: only ``shift`` moves them
+    places = [(rng.uniform(35.3, 44.7), rng.uniform(-104.7, -91.6)) for _ in range(count)]
     return [
         {"vin": vin(i), "time": at, "sequence": sequence + i,
          "source": "beta" if i % 2 else "alpha",
-         "latitude": 35.5 + (i % 90) * 0.1, "longitude": -104.5 + (i // 90 % 140) * 0.1 + shift,
+         "latitude": places[i][0], "longitude": places[i][1] + shift,
          "speed": 30.0 + i % 40, "heading": float(i * 7 % 360),
          "obd_codes": ["P0301", "P0420"] if i % 3 == 0 else None}
         for i in range(count)

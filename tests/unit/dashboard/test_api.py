@@ -88,11 +88,11 @@ def test_the_map_gets_every_vehicle_of_the_store(stack: Stack) -> None:
 
 
 def test_a_clicked_vehicle_shows_its_latest_ping_and_obd_codes(stack: Stack) -> None:
-    fill_store(stack.settings.layout.default_store_url, vehicle_rows(VEHICLES, shift=0.5,
-                                                                     sequence=1000))
+    moved = vehicle_rows(VEHICLES, shift=0.5, sequence=1000)
+    fill_store(stack.settings.layout.default_store_url, moved)
     row = stack.client.get(f"/api/vehicles/{vin(3)}").json()
     assert row["obd_codes"] == ["P0301", "P0420"] and row["sequence"] == 1003
-    assert row["longitude"] == pytest.approx(-104.5 + 0.5) and row["job_version"] == "2"
+    assert row["longitude"] == moved[3]["longitude"] and row["job_version"] == "2"
     assert stack.client.get(f"/api/vehicles/{vin(1)}").json()["obd_codes"] is None
     assert stack.client.get("/api/vehicles/NOSUCHVIN").status_code == 404
 

@@ -21,8 +21,15 @@ function el(tag, cls, text) {
   return node;
 }
 
-function fmt(value, unit = "") {
-  return value === null || value === undefined ? "–" : `${value}${unit}`;
+function fmt(value) {
+  return value === null || value === undefined ? "–" : String(value);
+}
+
+function ago(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  if (seconds < 120) return `${Math.round(seconds)} s ago`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min ago`;
+  return `${(seconds / 3600).toFixed(1)} h ago`;
 }
 
 function clock(ts) {
@@ -60,8 +67,14 @@ function projection(box, width, height) {
   return (lat, lon) => [x0 + (lon - box.lonMin) * kx * k, y0 + (box.latMax - lat) * k];
 }
 
+function gridStep(project) {
+  // The smallest of 1, 2, 5, 10 degrees whose lines stand 44 px apart (labels do not collide).
+  const [x0] = project(0, 0), [x1] = project(0, 1);
+  return [1, 2, 5, 10].find((step) => Math.abs(x1 - x0) * step >= 44) || 10;
+}
+
 function drawGrid(box, project) {
-  const step = box.lonMax - box.lonMin > 30 ? 5 : 1;
+  const step = gridStep(project);
   ctx.strokeStyle = "#e3e7ee"; ctx.fillStyle = "#8a93a6"; ctx.lineWidth = 1;
   ctx.font = "11px system-ui, sans-serif";
   ctx.beginPath();
@@ -216,13 +229,13 @@ function renderJobs(jobs) {
                   el("span", null, job.healthy ? " healthy" : " not healthy"));
     if (job.health) health.append(el("span", null, " · last check "), badge(job.health));
     rows.push(row([job.name, job.version, job.state, job.driver_id, job.input_rows_per_second,
-      job.processed_rows_per_second, fmt(job.last_batch_age, " s ago"), health], "job"));
+      job.processed_rows_per_second, ago(job.last_batch_age), health], "job"));
     if (job.error) rows.push(row([`error: ${job.error}`, "", "", "", "", "", "", ""], "stage"));
     for (const s of job.stages) {
       rows.push(row([`${s.name} · batch ${fmt(s.batch_id)}`, s.idle ? "idle" : "",
         `late ${s.late_rows} · state ${s.state_rows} rows`,
-        `savepoint ${fmt(s.savepoint_age, " s ago")}`, s.input_rows_per_second,
-        s.processed_rows_per_second, fmt(s.batch_age, " s ago"), sourcesText(s)], "stage"));
+        `savepoint ${ago(s.savepoint_age)}`, s.input_rows_per_second,
+        s.processed_rows_per_second, ago(s.batch_age), sourcesText(s)], "stage"));
     }
   }
   document.querySelector("#jobs tbody").replaceChildren(...rows);
