@@ -92,7 +92,7 @@ function drawGrid(box, project) {
   ctx.strokeStyle = "#56607a"; ctx.setLineDash([6, 4]);
   ctx.strokeRect(rx0, ry0, rx1 - rx0, ry1 - ry0); ctx.setLineDash([]);
   ctx.fillStyle = "#56607a";
-  ctx.fillText("fleetsim region 35–45°N, 90–105°W (central US)", rx0 + 6, ry0 + 14);
+  ctx.fillText("fleetsim region 35–45°N, 90–105°W (central US)", rx0, ry0 - 6);
 }
 
 function draw() {
