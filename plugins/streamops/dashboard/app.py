@@ -8,6 +8,7 @@ origin only, so a page that tried would be refused (and the e2e test would see i
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -58,8 +59,10 @@ def create_app(settings: Settings, store_url: str | None = None) -> FastAPI:
         return FileResponse(STATIC / "index.html")
 
     @app.get("/api/vehicles")
-    def vehicles() -> dict[str, Any]:
-        return store.positions()
+    def vehicles() -> Response:
+        # encoded here, not by FastAPI's encoder: it walks every value of 10k rows (3x slower)
+        body = json.dumps(store.positions(), separators=(",", ":"))
+        return Response(body, media_type="application/json")
 
     @app.get("/api/vehicles/{vin}")
     def vehicle(vin: str) -> dict[str, Any]:
