@@ -70,11 +70,13 @@ def running_job(
 
 
 def stage_status(*, batch_id: int, age: float, rate_in: float, rate_out: float, late: int,
-                 state_rows: int, offsets: Sequence[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+                 state_rows: int, offsets: Sequence[dict[str, Any]],
+                 failed: int = 0) -> dict[str, Any]:  # fmt: skip
     """One stage as :func:`spark_jobs.runtime.status.summarize` writes it after a batch."""
     return {"batch_id": batch_id, "ready": True, "idle_since": None,
             "last_batch_at": time.time() - age, "input_rows_per_second": rate_in,
             "processed_rows_per_second": rate_out, "late_rows": late, "state_rows": state_rows,
+            "failed_batches": failed,
             "sources": [{"description": o.get("source"), "end_offset": json.dumps(o)}
                         for o in offsets]}  # fmt: skip
 

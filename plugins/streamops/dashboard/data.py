@@ -60,6 +60,7 @@ class StageFigures:
     processed_rows_per_second: float | None
     late_rows: int
     state_rows: int
+    failed_batches: int
     savepoint_age: float | None
     sources: tuple[SourceFigures, ...]
 
@@ -211,6 +212,7 @@ def _figures(
             input_rows_per_second=info.get("input_rows_per_second"),
             processed_rows_per_second=info.get("processed_rows_per_second"),
             late_rows=int(info.get("late_rows") or 0), state_rows=int(info.get("state_rows") or 0),
+            failed_batches=int(info.get("failed_batches") or 0),
             savepoint_age=ages.get((view.name, name)),
             sources=_sources(info, args, states, heads),
         ))  # fmt: skip

@@ -31,6 +31,8 @@ STAGE_GAUGES: dict[str, tuple[str, StageValue]] = {
     "late_rows": ("rows dropped as late by the watermark since the driver started",
                   lambda s: s.late_rows),
     "state_rows": ("rows in the stage's state store", lambda s: s.state_rows),
+    "failed_batches": ("batches that failed and took the stage's query down since the driver "
+                       "started", lambda s: s.failed_batches),
     "idle": ("1 while the stage is up with no new data", lambda s: int(s.idle)),
     "savepoint_age_seconds": ("seconds since the newest savepoint holding the stage",
                               lambda s: s.savepoint_age),

@@ -64,7 +64,7 @@ def stack(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[Stack]:
             "vehicles": stage_status(batch_id=41, age=3.0, rate_in=40.5, rate_out=180.0, late=0,
                                      state_rows=0, offsets=[alpha_offset, beta_offset]),
             "stats": stage_status(batch_id=40, age=40.0, rate_in=20.0, rate_out=90.0, late=12,
-                                  state_rows=300, offsets=[beta_offset]),
+                                  state_rows=300, offsets=[beta_offset], failed=2),
         }  # fmt: skip
         degraded = {beta_source: {"state": "degraded", "since": time.time() - 30,
                                   "reason": "HTTP 503"}}  # fmt: skip
@@ -165,6 +165,7 @@ def test_metrics_carry_the_status_files_figures(stack: Stack) -> None:
         assert value("processed_rows_per_second", **where) == info["processed_rows_per_second"]
         assert value("late_rows", **where) == info["late_rows"]
         assert value("state_rows", **where) == info["state_rows"]
+        assert value("failed_batches", **where) == info["failed_batches"]
         assert value("source_degraded", **where, source=stack.beta_source) == 1
         assert value("source_backlog", **where, source=stack.beta_source, unit="records") == 20
     assert value("source_backlog", job=JOB, stage="vehicles", source=stack.alpha_source,

@@ -233,7 +233,7 @@ function renderJobs(jobs) {
     if (job.error) rows.push(row([`error: ${job.error}`, "", "", "", "", "", "", ""], "stage"));
     for (const s of job.stages) {
       rows.push(row([`${s.name} · batch ${fmt(s.batch_id)}`, s.idle ? "idle" : "",
-        `late ${s.late_rows} · state ${s.state_rows} rows`,
+        `late ${s.late_rows} · state ${s.state_rows} rows · failed batches ${s.failed_batches}`,
         `savepoint ${ago(s.savepoint_age)}`, s.input_rows_per_second,
         s.processed_rows_per_second, ago(s.batch_age), sourcesText(s)], "stage"));
     }
