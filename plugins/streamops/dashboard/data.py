@@ -97,6 +97,11 @@ class FleetStore:
         self.engine: Engine = create_engine(url)
 
     def _columns(self) -> set[str]:
+        """The columns of ``vehicles``; none while the table (or the SQLite file, which a
+        connection would create) does not exist yet."""
+        url = self.engine.url
+        if url.get_backend_name() == "sqlite" and not Path(url.database or "").is_file():
+            return set()
         if not inspect(self.engine).has_table("vehicles"):
             return set()
         return {c["name"] for c in inspect(self.engine).get_columns("vehicles")}
@@ -236,8 +241,8 @@ def gather_jobs(settings: Settings) -> list[JobFigures]:
 
 def savepoints(settings: Settings) -> list[dict[str, Any]]:
     """The savepoints as ``streamops list-snapshots --json`` lists them, newest first."""
-    return [{**asdict(i), "path": str(i.path)} for i in list_savepoints(settings.layout,
-                                                                          clean=False)]
+    infos = list_savepoints(settings.layout, clean=False)
+    return [{**asdict(i), "path": str(i.path)} for i in infos]
 
 
 def health_history(settings: Settings, last: int = 30) -> list[dict[str, Any]]:

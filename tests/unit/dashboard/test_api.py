@@ -179,3 +179,16 @@ def test_every_answer_forbids_other_origins(stack: Stack) -> None:
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert '<canvas id="map"' in page.text
     assert stack.client.get("/static/app.js").status_code == 200
+
+
+def test_an_empty_state_root_shows_nothing_and_creates_nothing(
+    tmp_path: Path, free_port: Callable[[], int]
+) -> None:
+    settings = Settings.from_env({}, state_root=str(tmp_path / "never-used"),
+                                 master_webui_port=free_port())  # fmt: skip
+    client = TestClient(create_app(settings))
+    assert client.get("/api/vehicles").json()["count"] == 0
+    assert client.get("/api/jobs").json() == [] and client.get("/api/savepoints").json() == []
+    assert client.get("/api/health").json() == []
+    assert "streamops_job_live" in client.get("/metrics").text
+    assert not (tmp_path / "never-used").exists()

@@ -155,7 +155,6 @@ async function refreshVehicles() {
     const data = await getJson("/api/vehicles");
     const fetched = performance.now() - started;
     fleet.rows = data.rows;
-    fleet.hasObd = data.has_obd;
     remember(data.rows);
     draw();
     canvas.dataset.fetchMs = fetched.toFixed(1);
