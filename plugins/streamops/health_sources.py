@@ -34,19 +34,54 @@ def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:
     """Per source id, the committed end offset of the stage that is furthest behind."""
     out: dict[str, dict[str, Any]] = {}
     for info in view.stages.values():
-        for src in info.get("sources") or []:
-            end = src.get("end_offset")
-            if isinstance(end, str):
-                try:
-                    end = json.loads(end)
-                except json.JSONDecodeError:
-                    continue
-            if not isinstance(end, dict) or not end.get("source"):
-                continue
-            key, before = str(end["source"]), out.get(str(end["source"]))
+        for key, end in stage_offsets(info).items():
+            before = out.get(key)
             if before is None or _position(end) < _position(before):
                 out[key] = end
     return out
+
+
+def stage_offsets(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per source id, the committed end offset of one stage (``status.json`` → ``stages``);
+    Spark writes an offset as JSON text, a source without a ``source`` id is skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    for src in info.get("sources") or []:
+        end = src.get("end_offset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except json.JSONDecodeError:
+                continue
+        if isinstance(end, dict) and end.get("source"):
+            out[str(end["source"])] = end
+    return out
+
+
+def source_location(source: str, offset: dict[str, Any], args: dict[str, Any]) -> tuple[str, str]:
+    """``("beta", url)``, ``("alpha", directory)`` or ``("", "")``: where ``source`` is read
+    from, by its id (``beta:<url>``, ``alpha:<dir>``) or else by the job's args."""
+    kind, _, where = source.partition(":")
+    if "sequence" in offset:
+        return "beta", where if kind == "beta" else str(args.get("beta_url") or "")
+    if "file" in offset:
+        return "alpha", where if kind == "alpha" else str(args.get("alpha_dir") or "")
+    return "", ""
+
+
+def beta_head(url: str, timeout: float) -> dict[str, Any]:
+    """fleetsim-beta's ``/head`` (``first``, ``last``, ``stream``) for its ``/pings`` URL;
+    raises :class:`requests.RequestException` or :class:`ValueError` when it cannot tell."""
+    response = requests.get(url.rstrip("/").removesuffix("/pings") + "/head", timeout=timeout)
+    response.raise_for_status()
+    head = response.json()
+    if not isinstance(head, dict):
+        raise ValueError(f"/head answered {head!r}")
+    return head
+
+
+def alpha_unread(directory: Path, committed: str) -> int:
+    """CSV files of an alpha drop directory after the committed file (not read yet)."""
+    return sum(1 for p in directory.glob("*.csv") if p.name > committed)
 
 
 def _position(offset: dict[str, Any]) -> tuple[int, str]:
@@ -70,14 +105,12 @@ def check_sources(obs: Observation) -> list[CheckResult]:
         args = spec_args(obs.settings, view.name) or {}
         states = view.status.get("sources_state") or {}
         for source, offset in sorted(committed_positions(view).items()):
-            kind, _, where = source.partition(":")
             state = states.get(source) or {}
-            if "sequence" in offset:
-                url = where if kind == "beta" else str(args.get("beta_url") or "")
-                probe = _beta_source(obs, view.name, source, url, offset)
-            elif "file" in offset:
-                path = where if kind == "alpha" else str(args.get("alpha_dir") or "")
-                probe = _alpha_backlog(obs, view.name, source, path, offset)
+            kind, where = source_location(source, offset, args)
+            if kind == "beta":
+                probe = _beta_source(obs, view.name, source, where, offset)
+            elif kind == "alpha":
+                probe = _alpha_backlog(obs, view.name, source, where, offset)
             else:
                 continue
             out.append(_worst(probe, *_reported(obs, view.name, source, state)))
@@ -143,9 +176,7 @@ def _beta_source(
         return CheckResult("sources", name, Level.WARN, message)
     head_url = url.rstrip("/").removesuffix("/pings") + "/head"
     try:
-        response = requests.get(head_url, timeout=obs.http_timeout)
-        response.raise_for_status()
-        head = response.json()
+        head = beta_head(url, obs.http_timeout)
         last, first = int(head.get("last") or 0), head.get("first")
     except (requests.RequestException, ValueError, AttributeError) as exc:
         message = f"job {job}: source {source} at {head_url} does not answer: {type(exc).__name__}"
@@ -177,6 +208,6 @@ def _alpha_backlog(
     if not path or not directory.is_dir():
         message = f"job {job}: directory {path or '?'} of source {source} does not exist"
         return CheckResult("sources", f"{job}/{source}", Level.FAIL, message)
-    unread = sum(1 for p in directory.glob("*.csv") if p.name > committed)
+    unread = alpha_unread(directory, committed)
     t = obs.thresholds
     return _backlog_result(job, source, unread, "files", t.backlog_warn_files, t.backlog_fail_files)

@@ -329,9 +329,13 @@ def _digests(root: Path, rels: list[str]) -> dict[str, str]:
 
 
 # --- reading ------------------------------------------------------------------------------
-def list_savepoints(layout: StateLayout, job: str | None = None) -> list[SavepointInfo]:
-    """Complete savepoints (of ``job``), newest first; removes stale partial directories."""
-    remove_stale(layout)
+def list_savepoints(
+    layout: StateLayout, job: str | None = None, *, clean: bool = True
+) -> list[SavepointInfo]:
+    """Complete savepoints (of ``job``), newest first; removes stale partial directories
+    unless ``clean`` is false (a read-only reader such as the dashboard)."""
+    if clean:
+        remove_stale(layout)
     infos = []
     for path in _savepoint_dirs(layout):
         try:

@@ -26,6 +26,7 @@ _ENV = {
     "master_port": "STREAMOPS_MASTER_PORT",
     "master_webui_port": "STREAMOPS_MASTER_WEBUI_PORT",
     "rest_port": "STREAMOPS_REST_PORT",
+    "dashboard_port": "STREAMOPS_DASHBOARD_PORT",
     "python": "STREAMOPS_PYTHON",
 }
 
@@ -44,6 +45,9 @@ class Settings(BaseModel):
     master_port: int = Field(default=7077, ge=1, le=65535)
     master_webui_port: int = Field(default=8080, ge=1, le=65535)
     rest_port: int = Field(default=6066, ge=1, le=65535)
+    dashboard_port: int = Field(
+        default=8050, ge=1, le=65535, description="the read-only dashboard (map, jobs, /metrics)"
+    )
     python: str = Field(default=sys.executable, description="Python of drivers and executors")
 
     @classmethod
@@ -87,3 +91,8 @@ class Settings(BaseModel):
     @property
     def webui_url(self) -> str:
         return f"http://{self.master_host}:{self.master_webui_port}"
+
+    @property
+    def dashboard_url(self) -> str:
+        """Where ``streamops up`` serves the dashboard: loopback only (it shows every VIN)."""
+        return f"http://127.0.0.1:{self.dashboard_port}"

@@ -1,11 +1,11 @@
 """The embedded local stack behind ``streamops up`` / ``streamops down``.
 
-``up``: the local Spark cluster, fleetsim-alpha and fleetsim-beta as background services
-(:mod:`streamops.services`; journals under ``<state>/journals``), the embedded Airflow
-(:mod:`streamops.airflow_stack`), then the fleet-pings job submitted and waited for, then
-Airflow waited for.
-``down``: stop Airflow, cancel live jobs, stop the simulators, stop the cluster. Each step
-logs one line.
+``up``: the local Spark cluster, fleetsim-alpha, fleetsim-beta and the dashboard as background
+services (:mod:`streamops.services`; journals under ``<state>/journals``), the embedded
+Airflow (:mod:`streamops.airflow_stack`), then the fleet-pings job submitted and waited for,
+then Airflow waited for.
+``down``: stop Airflow, cancel live jobs, stop the simulators and the dashboard, stop the
+cluster. Each step logs one line.
 """
 
 from __future__ import annotations
@@ -53,6 +53,12 @@ def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list
     }  # fmt: skip
 
 
+def dashboard_command(settings: Settings) -> list[str]:
+    """The dashboard as a service of the stack: ``streamops dashboard`` on loopback."""
+    return [sys.executable, "-m", "streamops", "--state-root", str(settings.state_root),
+            "dashboard", "--port", str(settings.dashboard_port)]  # fmt: skip
+
+
 def _wait_beta(port: int, timeout: float = 30.0) -> None:
     import time
 
@@ -74,6 +80,7 @@ def up(settings: Settings, opts: StackOptions) -> None:
     settings.layout.journals_dir.mkdir(parents=True, exist_ok=True)
     for name, argv in simulator_commands(settings, opts).items():
         start_service(settings, name, argv)
+    start_service(settings, "dashboard", dashboard_command(settings), env=settings.to_env())
     airflow = AirflowStack(settings) if opts.airflow else None
     if airflow is not None:
         airflow.launch()  # starts while the job is submitted; waited for at the end

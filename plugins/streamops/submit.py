@@ -17,6 +17,7 @@ from typing import Any
 
 from streamops.cluster.class_archives import ClassArchives
 from streamops.cluster.client import MasterClient, submission_request
+from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobAlreadyRunning, JobError
 from streamops.jobs import JobRegistry
@@ -86,6 +87,7 @@ def build_submission(
     res = spec.resources
     props = {
         **DEFAULT_CONF,
+        **metrics_properties(settings.config_dir),  # Prometheus on the driver's UI
         "spark.master": settings.master_url,
         "spark.app.name": spec.name,
         "spark.submit.deployMode": "cluster",

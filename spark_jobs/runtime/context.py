@@ -338,6 +338,7 @@ class JobContext:
             if q.isActive or q.exception() is None:
                 continue
             error = str(q.exception())
+            self.board.record_failure(q.name, short_error(q.exception()))
             count = restarts.get(q.name, 0)
             if not any(t in error for t in TRANSIENT_ERRORS) or count >= MAX_STAGE_RESTARTS:
                 raise JobFailed(f"stage {q.name} failed: {error}")

@@ -1,9 +1,9 @@
 """Job status: ``jobs/<job>/status.json`` rewritten after every batch of every stage.
 
 The ops side reads it to find the job's driver and to judge health: per stage the last
-batch id and time, input and processed rows/s, watermark, rows dropped as late, state rows
-and source offsets. One line per batch is also appended to ``status-history.jsonl``, from
-which processing gaps (upgrade, restart) are measured.
+batch id and time, input and processed rows/s, watermark, rows dropped as late, state rows,
+source offsets and failed batches. One line per batch is also appended to
+``status-history.jsonl``, from which processing gaps (upgrade, restart) are measured.
 """
 
 from __future__ import annotations
@@ -110,6 +110,16 @@ class StatusBoard:
                     **entry,
                 },  # fmt: skip
             )
+
+    def record_failure(self, stage: str, error: str) -> None:
+        """A batch of ``stage`` failed and took its query down (restarted from its checkpoint
+        when the error is transient): counted in ``failed_batches`` with the last error, for
+        the dashboard's metrics (the count restarts with the driver, as ``late_rows`` does)."""
+        with self._lock:
+            entry = self._doc["stages"].setdefault(stage, {"batch_id": None})
+            entry["failed_batches"] = int(entry.get("failed_batches") or 0) + 1
+            entry["last_failure"] = {"at": time.time(), "error": error[:500]}
+            self._flush()
 
     def refresh_sources(self) -> None:
         """Merge the state the job's source readers report (``sources_state``: per source

@@ -2,7 +2,8 @@
 
 Chromium starts with ``--remote-debugging-port`` on a free loopback port and a fresh profile;
 one page target is driven through its WebSocket: set a cookie, navigate, read the page's
-text, take a screenshot. Used by the Airflow UI test::
+text, evaluate JavaScript, click, take a screenshot. Used by the Airflow UI and dashboard
+tests::
 
     with Chromium(port=free_port(), profile=tmp_path / "chromium") as browser:
         browser.set_cookie("_token", token, url)
@@ -115,11 +116,31 @@ class Chromium:
     def goto(self, url: str) -> None:
         self.call("Page.navigate", url=url)
 
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page (JSON-serialisable values)."""
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in result:
+            raise AssertionError(f"{expression!r} threw: {result['exceptionDetails']}")
+        return result.get("result", {}).get("value")
+
     def text(self) -> str:
-        js = "document.body ? document.body.innerText : ''"
-        result = self.call("Runtime.evaluate", expression=js,
-                           returnByValue=True)  # fmt: skip
-        return str(result.get("result", {}).get("value") or "")
+        return str(self.evaluate("document.body ? document.body.innerText : ''") or "")
+
+    def wait_for(self, expression: str, timeout: float = 30.0) -> Any:
+        """Poll a JavaScript expression until it is truthy; return its value."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            time.sleep(0.2)
+        raise AssertionError(f"{expression!r} stayed falsy for {timeout:.0f}s")
+
+    def click(self, x: float, y: float) -> None:
+        """A left click at viewport coordinates ``(x, y)``."""
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left",
+                      clickCount=1)  # fmt: skip
 
     def wait_for_text(self, *needles: str, timeout: float = 90.0) -> str:
         """Poll the page's visible text until it contains every needle; return it."""

@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
         agent_cmds,
         airflow_cmds,
         cluster_cmds,
+        dashboard_cmds,
         health_cmds,
         job_cmds,
         restart_cmds,
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     agent_cmds.register(sub)
     scale_cmds.register(sub)
     restart_cmds.register(sub)
+    dashboard_cmds.register(sub)
     return parser
 
 

@@ -16,7 +16,7 @@ DEFAULT_SPEC = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "up", help="start the local cluster, both simulators and the fleet-pings job"
+        "up", help="start the local cluster, both simulators, the dashboard and the fleet-pings job"
     )
     p.add_argument("--spec", default=str(DEFAULT_SPEC), help="job spec to run")
     p.add_argument("--beta-port", type=int, default=8000, help="port of fleetsim-beta")
@@ -52,6 +52,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         f"  Spark master UI   {settings.webui_url}\n"
         f"  fleetsim-beta     http://127.0.0.1:{args.beta_port}/pings?since=0&limit=5\n"
         f"  fleetsim-alpha    {layout.alpha_dir}\n"
+        f"  dashboard         {settings.dashboard_url}  (map, jobs, savepoints; /metrics)\n"
         f"  vehicles table    {layout.default_store_url}  (`streamops vehicles`)\n"
         f"  job status        {layout.status_file('fleet-pings')}  (`streamops jobs`)\n"
         f"  logs              {layout.logs_dir}, drivers under {layout.cluster_dir / 'work'}\n"

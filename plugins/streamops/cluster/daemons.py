@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
 from streamops.layout import StateLayout, read_json, write_json_atomic
@@ -168,7 +169,9 @@ def worker_spec(
     # a worker starts; empty, it lets their JVMs use class archives (cluster.class_archives).
     # A worker reads no file of it: its settings are SPARK_WORKER_OPTS.
     env["SPARK_CONF_DIR"] = str(settings.layout.worker_conf_dir)
-    env["SPARK_WORKER_OPTS"] = format_java_opts(worker_properties(profile))
+    env["SPARK_WORKER_OPTS"] = format_java_opts(
+        {**worker_properties(profile), **metrics_properties(settings.config_dir)}
+    )
     log_file = settings.layout.logs_dir / f"{name}.log"
     return DaemonSpec(name, "worker", argv, env, log_file, {"webui": webui_port})
 

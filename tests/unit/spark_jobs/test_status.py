@@ -211,6 +211,18 @@ def test_late_rows_accumulate_per_stage(board: StatusBoard) -> None:
     assert stages["vehicles"]["late_rows"] == 0
 
 
+def test_failed_batches_are_counted_per_stage_and_kept_by_progress(
+    board: StatusBoard, layout: StateLayout
+) -> None:
+    board.declare_stage("vehicles")
+    board.record_failure("vehicles", "Connection reset by peer")
+    board.record_progress(progress("vehicles", 4))
+    board.record_failure("vehicles", "database is locked")
+    stage = read_json(layout.status_file(JOB))["stages"]["vehicles"]
+    assert stage["failed_batches"] == 2 and stage["batch_id"] == 4
+    assert stage["last_failure"]["error"] == "database is locked"
+
+
 def test_status_history_gets_one_line_per_progress(board: StatusBoard, layout: StateLayout) -> None:
     board.declare_stage("vehicles")
     board.declare_stage("vehicle-stats-1m")

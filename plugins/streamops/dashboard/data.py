@@ -1,0 +1,250 @@
+"""What the dashboard shows, read from the fleet store and the state root (never written).
+
+The figures are the ones ``streamops jobs``, ``streamops health`` and ``list-snapshots`` read
+(the job registry, ``status.json``, the source probes of :mod:`streamops.health_sources`, the
+savepoint manifests, the health history), gathered once per request so that the jobs panel and
+``/metrics`` cannot disagree. The master may be down: the jobs are then judged from the state
+root alone (:meth:`JobRegistry.view_from_state`), as the health check does.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+from sqlalchemy import Engine, create_engine, inspect, select
+
+from spark_jobs.sinks.store import vehicles
+from streamops.exceptions import ClusterNotRunning
+from streamops.health_report import read_history
+from streamops.health_sources import (
+    alpha_unread,
+    beta_head,
+    source_location,
+    spec_args,
+    stage_offsets,
+)
+from streamops.jobs import JobRegistry, JobView
+from streamops.savepoints import list_savepoints
+from streamops.settings import Settings
+
+PROBE_TIMEOUT_S = 1.0
+"""How long a backlog probe of fleetsim-beta may take: a page refresh must not hang on it."""
+
+VEHICLE_COLUMNS = ("vin", "latitude", "longitude", "speed", "heading", "time")
+"""What the map needs of each vehicle; the full row is read only for the one clicked."""
+
+
+@dataclass(frozen=True)
+class SourceFigures:
+    """One source of one stage: how far behind its upstream, and what its reader reports."""
+
+    source: str
+    kind: str
+    backlog: int | None  # None: the upstream could not be asked
+    unit: str
+    state: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class StageFigures:
+    name: str
+    batch_id: int | None
+    batch_age: float | None
+    idle: bool
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    late_rows: int
+    state_rows: int
+    failed_batches: int
+    savepoint_age: float | None
+    sources: tuple[SourceFigures, ...]
+
+
+@dataclass(frozen=True)
+class JobFigures:
+    name: str
+    version: str | None
+    state: str
+    driver_id: str | None
+    is_live: bool
+    healthy: bool
+    failed: bool
+    error: str | None
+    last_batch_age: float | None
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    health: str | None  # the level of the job's checks in the last recorded health run
+    stages: tuple[StageFigures, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FleetStore:
+    """Read-only access to the ``vehicles`` table of the fleet store (SQLite or PostgreSQL).
+
+    The table is the job's (:data:`spark_jobs.sinks.store.vehicles`, so JSON columns decode),
+    but it is not created nor migrated here: a store the job has not written yet shows no
+    vehicles, and ``obd_codes`` is shown only once a v2 job has added the column."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine: Engine = create_engine(url)
+
+    def _columns(self) -> set[str]:
+        """The columns of ``vehicles``; none while the table (or the SQLite file, which a
+        connection would create) does not exist yet."""
+        url = self.engine.url
+        if url.get_backend_name() == "sqlite" and not Path(url.database or "").is_file():
+            return set()
+        if not inspect(self.engine).has_table("vehicles"):
+            return set()
+        return {c["name"] for c in inspect(self.engine).get_columns("vehicles")}
+
+    def positions(self) -> dict[str, Any]:
+        """Every vehicle's latest position as rows of :data:`VEHICLE_COLUMNS`: arrays, not
+        objects, and positions to 5 decimals (about a metre), so that 10k vehicles every two
+        seconds stay about 0.6 MB of JSON."""
+        columns = self._columns()
+        rows: list[list[Any]] = []
+        if columns:
+            query = select(*(vehicles.c[name] for name in VEHICLE_COLUMNS))
+            with self.engine.connect() as conn:
+                rows = [[vin, round(lat, 5), round(lon, 5), round(speed, 1), round(heading),
+                         round(at, 1)] for vin, lat, lon, speed, heading, at in conn.execute(query)]
+        return {"columns": list(VEHICLE_COLUMNS), "rows": rows, "count": len(rows),
+                "has_obd": "obd_codes" in columns, "at": time.time()}  # fmt: skip
+
+    def vehicle(self, vin: str) -> dict[str, Any] | None:
+        """The latest ping of one VIN, every column the table has (``obd_codes`` from v2)."""
+        columns = self._columns()
+        if not columns:
+            return None
+        query = select(*(c for c in vehicles.columns if c.name in columns))
+        with self.engine.connect() as conn:
+            found = conn.execute(query.where(vehicles.c.vin == vin)).mappings().first()
+        return dict(found) if found else None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def job_views(settings: Settings) -> list[JobView]:
+    """Every job of the state root, through the master if it answers, else from the state
+    root (a driver keeps running while the master is away)."""
+    registry = JobRegistry(settings)
+    try:
+        return registry.list()
+    except ClusterNotRunning:
+        return [registry.view_from_state(name) for name in registry.names()]
+
+
+class _BetaHeads:
+    """fleetsim-beta's ``/head`` per URL, asked once per gathering (stages share sources)."""
+
+    def __init__(self) -> None:
+        self._heads: dict[str, dict[str, Any] | None] = {}
+
+    def last(self, url: str) -> int | None:
+        if url not in self._heads:
+            try:
+                self._heads[url] = beta_head(url, PROBE_TIMEOUT_S)
+            except (requests.RequestException, ValueError):
+                self._heads[url] = None
+        head = self._heads[url]
+        return int(head.get("last") or 0) if head else None
+
+
+def _sources(
+    info: dict[str, Any], args: dict[str, Any], states: dict[str, Any], heads: _BetaHeads
+) -> tuple[SourceFigures, ...]:
+    out = []
+    for source, offset in sorted(stage_offsets(info).items()):
+        kind, where = source_location(source, offset, args)
+        backlog: int | None = None
+        unit = "records" if kind == "beta" else "files"
+        if kind == "beta" and where:
+            last = heads.last(where)
+            backlog = None if last is None else max(0, last - int(offset.get("sequence") or 0))
+        elif kind == "alpha" and where and Path(where).is_dir():
+            backlog = alpha_unread(Path(where), str(offset.get("file") or ""))
+        state = states.get(source) or {}
+        out.append(SourceFigures(source, kind or "?", backlog, unit,
+                                 str(state.get("state") or "ok"), state.get("reason")))  # fmt: skip
+    return tuple(out)
+
+
+def _savepoint_ages(settings: Settings, now: float) -> dict[tuple[str, str], float]:
+    """Per ``(job, stage)``: seconds since the newest complete savepoint holding the stage."""
+    ages: dict[tuple[str, str], float] = {}
+    for info in list_savepoints(settings.layout, clean=False):  # newest first
+        for stage in info.stages:
+            ages.setdefault((info.job, stage), round(now - info.created_at, 1))
+    return ages
+
+
+def _health_levels(settings: Settings) -> dict[str, str]:
+    """Per job, the worst level of its checks in the last recorded health run."""
+    history = read_history(settings.layout, last=1)
+    rank = {"ok": 0, "warn": 1, "fail": 2}
+    levels: dict[str, str] = {}
+    for result in history[-1]["results"] if history else []:
+        job = str(result.get("name") or "").split("/")[0]
+        level = str(result.get("level"))
+        if rank.get(level, 0) >= rank.get(levels.get(job, "ok"), 0):
+            levels[job] = level
+    return levels
+
+
+def _figures(
+    settings: Settings, view: JobView, heads: _BetaHeads, ages: dict[tuple[str, str], float],
+    health: dict[str, str], now: float,
+) -> JobFigures:  # fmt: skip
+    args = (spec_args(settings, view.name) or {}) if view.stages else {}
+    states = view.status.get("sources_state") or {}
+    stages = []
+    for name, info in sorted(view.stages.items()):
+        last = info.get("last_batch_at")
+        stages.append(StageFigures(
+            name=name, batch_id=info.get("batch_id"),
+            batch_age=round(now - float(last), 1) if last else None,
+            idle=bool(info.get("idle_since")),
+            input_rows_per_second=info.get("input_rows_per_second"),
+            processed_rows_per_second=info.get("processed_rows_per_second"),
+            late_rows=int(info.get("late_rows") or 0), state_rows=int(info.get("state_rows") or 0),
+            failed_batches=int(info.get("failed_batches") or 0),
+            savepoint_age=ages.get((view.name, name)),
+            sources=_sources(info, args, states, heads),
+        ))  # fmt: skip
+    failed = view.status.get("state") == "FAILED"
+    return JobFigures(
+        name=view.name, version=view.version, state=view.state, driver_id=view.driver_id,
+        is_live=view.is_live, healthy=view.healthy, failed=failed,
+        error=str(view.status.get("error"))[:300] if failed else None,
+        last_batch_age=view.last_batch_age, input_rows_per_second=view.input_rows_per_second,
+        processed_rows_per_second=view.processed_rows_per_second,
+        health=health.get(view.name), stages=tuple(stages),
+    )  # fmt: skip
+
+
+def gather_jobs(settings: Settings) -> list[JobFigures]:
+    """The figures of every job, read once: for the jobs panel and for ``/metrics``."""
+    now, heads = time.time(), _BetaHeads()
+    ages, health = _savepoint_ages(settings, now), _health_levels(settings)
+    return [_figures(settings, v, heads, ages, health, now) for v in job_views(settings)]
+
+
+def savepoints(settings: Settings) -> list[dict[str, Any]]:
+    """The savepoints as ``streamops list-snapshots --json`` lists them, newest first."""
+    infos = list_savepoints(settings.layout, clean=False)
+    return [{**asdict(i), "path": str(i.path)} for i in infos]
+
+
+def health_history(settings: Settings, last: int = 30) -> list[dict[str, Any]]:
+    """The last recorded health runs, newest first (``streamops health --history``)."""
+    return list(reversed(read_history(settings.layout, last=last)))
