@@ -34,8 +34,9 @@ from support.dashboard_state import (
 
 from spark_jobs.sinks import store
 from streamops.health_report import Level
+from streamops.services import running_service, start_service, stop_services
 from streamops.settings import Settings
-from streamops.stack import dashboard_command, running_service, start_service, stop_services
+from streamops.stack import dashboard_command
 
 pytestmark = pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium")
 

@@ -6,8 +6,8 @@ running driver. Then, in sequence:
 1. kill -9 of the node that hosts the running driver (worker, driver, executors): the standby
    takes the lease and its stages commit again; the dead driver, relaunched by the master,
    is armed as the new standby;
-2. kill -9 of the standby's driver: the job runs on untouched; the master relaunches the
-   standby, which arms again;
+2. kill -9 of the standby's driver: the job runs on untouched and the standby is started
+   again (it arms as in 1.);
 3. the oracle: the sinks equal the batch recomputation over every record both simulators
    emitted (0 lost, 0 duplicated, 0 different).
 """
@@ -73,7 +73,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
     describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
     killed_worker = None
     try:
-        with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=9000) as run:
+        with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=6000) as run:
             run.submit(run.spec(standby="hot"))
             standby = arm_apart(run, cluster)
             primary = str(registry.view(JOB).driver_id)
@@ -95,15 +95,14 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
             assert isinstance(rearmed, dict)
             print(f"hot standby: a new standby armed {time.time() - killed_at:.1f}s after it")
 
-            # 2. the standby itself dies: the job runs on, the standby is armed again
-            before = {n: s.get("batch_id") for n, s in registry.view(JOB).stages.items()}
+            # 2. the standby itself dies: the job runs on; its worker starts it again
             killed_at = time.time()
             os.kill(driver_jvm_pid(rearmed["driver_id"]), signal.SIGKILL)
-            wait_until(lambda: armed(cluster, since=killed_at), 240,
-                       "the killed standby to be relaunched and armed", describe=describe)
-            view = registry.view(JOB)
-            assert view.driver_id == standby["driver_id"], describe()
-            assert all(int(view.stages[n]["batch_id"]) > int(b or -1) for n, b in before.items())
+            wait_until(lambda: next_batches(cluster, JOB, killed_at, STAGES), 60,
+                       "every stage to commit after the standby's death", describe=describe)
+            wait_until(lambda: registry.view(JOB).standby, 120,
+                       "the killed standby to be started again", describe=describe)
+            assert registry.view(JOB).driver_id == standby["driver_id"], describe()
 
             # 3. nothing lost, nothing twice
             run.finish_and_check()
