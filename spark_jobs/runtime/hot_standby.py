@@ -70,6 +70,9 @@ def wait_for_primary(layout: StateLayout, job: str, timeout: float = PRIMARY_WAI
     """Block until a live driver holds the job's lease and its status says it runs (every
     stage committed a batch or found nothing to do); that lease (the standby stands behind
     it). :class:`Dismissed` after ``timeout``."""
+    path = layout.hot_standby_file(job)
+    if (read_json(path) or {}).get("driver_id") == Path.cwd().name:
+        path.unlink(missing_ok=True)  # this driver's previous run, restarted by its worker
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         held = live_holder(layout, job)
