@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +27,7 @@ _ENV = {
     "master_webui_port": "STREAMOPS_MASTER_WEBUI_PORT",
     "rest_port": "STREAMOPS_REST_PORT",
     "dashboard_port": "STREAMOPS_DASHBOARD_PORT",
+    "rest_auth": "STREAMOPS_REST_AUTH",
     "python": "STREAMOPS_PYTHON",
 }
 
@@ -49,6 +50,10 @@ class Settings(BaseModel):
         default=8050, ge=1, le=65535, description="the read-only dashboard (map, jobs, /metrics)"
     )
     python: str = Field(default=sys.executable, description="Python of drivers and executors")
+    rest_auth: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="a token for the master's REST server: auto = when it is not on loopback",
+    )
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Settings:

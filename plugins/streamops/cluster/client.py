@@ -22,6 +22,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from streamops.cluster import rest_auth
 from streamops.exceptions import ClusterError, ClusterNotRunning
 from streamops.settings import Settings
 
@@ -188,6 +189,7 @@ class MasterClient:
         timeout: float = 5.0,
         session: requests.Session | None = None,
     ) -> None:
+        self.settings = settings
         self.webui_url = settings.webui_url
         self.rest_url = settings.rest_url
         self.timeout = timeout
@@ -195,6 +197,8 @@ class MasterClient:
 
     # --- transport -------------------------------------------------------------------
     def _request(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
+        if url.startswith(self.rest_url):
+            kwargs["headers"] = {**kwargs.get("headers", {}), **rest_auth.headers(self.settings)}
         try:
             response = self._http.request(method, url, timeout=self.timeout, **kwargs)
         except requests.ConnectionError as exc:
@@ -207,6 +211,13 @@ class MasterClient:
                 f"the Spark master {what} at {url} did not answer within {self.timeout}s; "
                 f"check its log under <state>/cluster/logs/master.log"
             ) from exc
+        if response.status_code in (401, 403) and url.startswith(self.rest_url):
+            raise ClusterError(
+                f"the master's REST server at {self.rest_url} refused the request (HTTP "
+                f"{response.status_code}): it requires a token signed with the key in "
+                f"{rest_auth.secret_file(self.settings)}, and this one was missing or "
+                "signed with another key (a state root other than the cluster's?)"
+            )
         try:
             payload = response.json()
         except ValueError as exc:

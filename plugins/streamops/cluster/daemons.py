@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from streamops.cluster import rest_auth
 from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
@@ -135,12 +136,15 @@ def base_env(settings: Settings, profile: ClusterProfile, install: SparkInstall)
 
 
 def master_spec(settings: Settings, profile: ClusterProfile, install: SparkInstall) -> DaemonSpec:
-    argv = (
+    argv: tuple[str, ...] = (
         str(install.spark_class), MASTER_CLASS,
         "--host", settings.master_host,
         "--port", str(settings.master_port),
         "--webui-port", str(settings.master_webui_port),
     )
+    auth = rest_auth.master_properties_file(settings)
+    if auth is not None:  # the REST server's key: in a file, never on the command line
+        argv = (*argv, "--properties-file", str(auth))
     env = base_env(settings, profile, install)
     env[DAEMON_MARKER] = MASTER_NAME
     env["SPARK_MASTER_OPTS"] = format_java_opts(master_properties(settings, profile))

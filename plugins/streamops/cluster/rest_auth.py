@@ -1,0 +1,94 @@
+"""A token for the master's REST submission server when it is reachable beyond loopback.
+
+Anyone who can reach Spark's REST server can submit a driver, which runs any code on the
+cluster. Spark 4 guards it with ``org.apache.spark.ui.JWSFilter``: every request must carry
+``Authorization: Bearer <JWS>``, a token signed (HS256) with the filter's secret key.
+
+``rest_auth`` (setting ``STREAMOPS_REST_AUTH``): ``auto`` (the default) turns it on when the
+master listens on anything but loopback, ``on`` always, ``off`` never. The key is created
+once, 256 random bits, in ``<state>/cluster/rest-secret`` (mode 0600): every process that
+operates the cluster shares the state root (the compose services share its volume) and so
+the key, and nothing prints it. The master reads it from a properties file of its own
+(``--properties-file``), never from its command line, which ``ps`` and pid files show.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import os
+import secrets
+from pathlib import Path
+
+import jwt
+
+from streamops.exceptions import ConfigError
+from streamops.settings import Settings
+
+FILTER = "org.apache.spark.ui.JWSFilter"
+
+
+def enabled(settings: Settings) -> bool:
+    """Whether the REST server requires a token (see the module's docstring)."""
+    if settings.rest_auth == "auto":
+        return not _loopback(settings.master_host)
+    return settings.rest_auth == "on"
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: only what resolves to loopback is loopback
+        return False
+
+
+def secret_file(settings: Settings) -> Path:
+    return settings.layout.cluster_dir / "rest-secret"
+
+
+def ensure_secret(settings: Settings) -> str:
+    """The key (base64url), created on first use with mode 0600."""
+    path = secret_file(settings)
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode("ascii").rstrip("=")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(key + "\n")
+    return path.read_text(encoding="ascii").strip()
+
+
+def master_properties_file(settings: Settings) -> Path | None:
+    """A properties file (mode 0600) with the filter and its key for the master, or None
+    when the REST server needs no token."""
+    if not enabled(settings):
+        return None
+    key = ensure_secret(settings)
+    path = settings.layout.cluster_dir / "master-rest-auth.properties"
+    # given a properties file, the master reads no spark-defaults.conf: it comes first
+    defaults = settings.config_dir / "spark" / "spark-defaults.conf"
+    text = defaults.read_text(encoding="utf-8") if defaults.is_file() else ""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text.rstrip("\n") + "\n")
+        f.write(f"spark.master.rest.filters={FILTER}\n")
+        f.write(f"spark.{FILTER}.param.secretKey={key}\n")
+    return path
+
+
+def headers(settings: Settings) -> dict[str, str]:
+    """The ``Authorization`` header for the REST server ({} when it needs none)."""
+    if not enabled(settings):
+        return {}
+    path = secret_file(settings)
+    if not path.is_file():
+        raise ConfigError(
+            f"the master's REST server requires a token, but {path} does not exist: run this "
+            "where the cluster's state root is mounted, or start the cluster first"
+        )
+    key = path.read_text(encoding="ascii").strip()
+    raw = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
+    token = jwt.encode({"sub": "streamops"}, raw, algorithm="HS256")
+    return {"Authorization": f"Bearer {token}"}
