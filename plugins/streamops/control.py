@@ -141,6 +141,13 @@ def wait_result(
         time.sleep(poll)
 
 
+def withdraw(layout: StateLayout, job: str, request: ControlRequest, reason: str) -> None:
+    """Answer ``request`` for its driver when the sender gives up on it (the driver went away,
+    no answer in time), so that no later driver of the job acts on it."""
+    if read_result(layout, job, request.id) is None:
+        write_result(layout, job, request, ok=False, message=f"withdrawn by its sender: {reason}")
+
+
 def read_result(layout: StateLayout, job: str, request_id: str) -> ControlResult | None:
     """The driver's answer to a request, or ``None`` while it has not answered."""
     data = read_json(_result_path(layout, job, request_id))

@@ -47,7 +47,10 @@ def savepoint_job(
 
     try:
         result = control.wait_result(settings.layout, job, request, still_alive=same_driver)
-    except (control.DriverGone, ClusterNotRunning) as exc:
+    except (control.DriverGone, ClusterNotRunning, control.ControlTimeout) as exc:
+        control.withdraw(settings.layout, job, request, str(exc))
+        if isinstance(exc, control.ControlTimeout):
+            raise
         raise control.DriverGone(_no_savepoint(settings, job, name, exc)) from exc
     log.info("job %s: savepoint %s taken in %ss (batches %s)", job, name,
              result.detail.get("duration_s"), result.detail.get("batches"))  # fmt: skip

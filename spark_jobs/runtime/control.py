@@ -37,6 +37,16 @@ class ControlLoop:
             if request.expired:
                 self._answer(request, False, "request expired before the driver saw it")
                 continue
+            held = ctx.lease
+            if held is not None and request.created_at < held.acquired_at:
+                # meant for a driver that died (a relaunch or a hot standby took over): its
+                # sender gave up; a savepoint with cancel acted on now would stop the job
+                self._answer(request, False, (
+                    f"sent to a previous driver of job {ctx.job}, before driver {held.holder} "
+                    f"took the job over ({held.acquired_at - request.created_at:.1f}s later); "
+                    "not acted on: send it again"
+                ))  # fmt: skip
+                continue
             log.info("control: %s request %s", request.kind, request.id)
             if self._handle(request, queries):
                 return "exit"

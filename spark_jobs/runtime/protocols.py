@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.runtime.status import StatusBoard
 from streamops.layout import StateLayout
+from streamops.lease import Lease
 from streamops.spec import JobSpec
 
 BatchSink = Callable[[DataFrame, int], None]
@@ -42,6 +43,7 @@ class RunningJob(Protocol):
     stages: list[Stage]
     board: StatusBoard
     from_savepoint: str | None
+    lease: Lease | None  # held while the job runs (streamops.lease)
 
     @property
     def job(self) -> str: ...

@@ -41,3 +41,38 @@ def test_gives_up_when_no_successor_runs(tmp_path: Path) -> None:
     started = time.monotonic()
     loop_for(layout, "old")._await_successor(wait_s=0.5)
     assert time.monotonic() - started >= 0.5
+
+
+def test_a_request_sent_to_a_previous_driver_is_answered_not_acted_on(tmp_path: Path) -> None:
+    """A driver that died mid-savepoint leaves its request pending: the driver that took the
+    job over (relaunched, or a hot standby) must not take it (with cancel: stop the job)."""
+    from streamops import control, lease
+
+    layout = StateLayout.at(tmp_path)
+    old = control.send_request(layout, "job", "savepoint", name="sp-1", cancel=True)
+    time.sleep(0.01)
+    held = lease.acquire(layout, "job", "driver-2")
+    board = SimpleNamespace(snapshot=lambda: {"driver_id": "driver-2"})
+    ctx = SimpleNamespace(layout=layout, job="job", board=board, lease=held)
+    handled: list[str] = []
+    loop = ControlLoop(ctx)  # type: ignore[arg-type]
+    loop._handle = lambda request, queries: handled.append(request.id) or False  # type: ignore[method-assign]
+    new = control.send_request(layout, "job", "savepoint", name="sp-2")
+    assert loop.poll({}) is None
+    assert handled == [new.id]
+    answer = control.read_result(layout, "job", old.id)
+    assert answer is not None and not answer.ok
+    assert "sent to a previous driver of job job, before driver driver-2" in answer.message
+
+
+def test_a_sender_that_gives_up_withdraws_its_request(tmp_path: Path) -> None:
+    from streamops import control
+
+    layout = StateLayout.at(tmp_path)
+    request = control.send_request(layout, "job", "savepoint", name="sp-1", cancel=True)
+    control.withdraw(layout, "job", request, "the driver went away")
+    assert control.pending_requests(layout, "job") == []
+    result = control.read_result(layout, "job", request.id)
+    assert result is not None and "withdrawn by its sender: the driver went away" in result.message
+    control.withdraw(layout, "job", request, "again")  # an answer already there is kept
+    assert control.read_result(layout, "job", request.id) == result
