@@ -51,7 +51,7 @@ def savepoint_job(
         control.withdraw(settings.layout, job, request, str(exc))
         if isinstance(exc, control.ControlTimeout):
             raise
-        raise control.DriverGone(_no_savepoint(settings, job, name, exc)) from exc
+        raise control.DriverGone(_no_savepoint(settings, job, name, exc, view.driver_id)) from exc
     log.info("job %s: savepoint %s taken in %ss (batches %s)", job, name,
              result.detail.get("duration_s"), result.detail.get("batches"))  # fmt: skip
     if cancel and wait_stopped:
@@ -60,7 +60,9 @@ def savepoint_job(
     return result
 
 
-def _no_savepoint(settings: Settings, job: str, name: str, cause: Exception) -> str:
+def _no_savepoint(
+    settings: Settings, job: str, name: str, cause: Exception, driver: str | None = None
+) -> str:
     """What happened to a savepoint whose driver went away, what was kept, and what now."""
     published = settings.layout.savepoint(name).is_dir()  # published whole or not at all
     kept = f"savepoint {name} was published before" if published else "nothing was kept"
@@ -73,7 +75,9 @@ def _no_savepoint(settings: Settings, job: str, name: str, cause: Exception) -> 
         now = JobRegistry(settings).view(job)
     except ClusterNotRunning:
         now = None
-    if now is not None and now.is_live:
+    if now is not None and driver and now.status.get("took_over_from") == driver:
+        after = f"its hot standby {now.driver_id} took the job over from its checkpoint"
+    elif now is not None and now.is_live:
         after = "the job is being relaunched from its checkpoint"
     else:
         after = f"the job is not running (state {now.state if now else 'unknown'})"

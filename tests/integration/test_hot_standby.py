@@ -3,7 +3,8 @@
 fleet-pings with both simulators; its hot standby is armed on another worker than the
 running driver. Then, in sequence:
 
-1. kill -9 of the node that hosts the running driver (worker, driver, executors): the standby
+1. kill -9 of the node that hosts the running driver (worker, driver, executors) during a
+   savepoint: the savepoint is kept whole or not at all, as its sender says; the standby
    takes the lease and its stages commit again; the dead driver, relaunched by the master,
    is armed as the new standby;
 2. kill -9 of the standby's driver: the job runs on untouched and the standby is started
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,9 @@ from support.faults import driver_jvm_pid, kill_node_of, next_batches
 from support.fleet import FleetRun
 from support.integration import ClusterHandle, describe_job, wait_until
 
+from streamops.exceptions import StreamopsError
 from streamops.layout import read_json
+from streamops.savepoint_taking import savepoint_job
 from streamops.submit import submit_hot_standby
 
 pytestmark = pytest.mark.integration
@@ -67,6 +71,40 @@ def arm_apart(run: FleetRun, cluster: ClusterHandle, tries: int = 5) -> dict[str
     raise AssertionError(f"no standby armed apart from the driver in {tries} tries")
 
 
+class Saving:
+    """A savepoint (no cancel) taken in a thread, for a driver that dies during it."""
+
+    def __init__(self, cluster: ClusterHandle, name: str) -> None:
+        self.cluster, self.name = cluster, name
+        self.outcome: list[object] = []
+        self.thread = threading.Thread(target=self._take, daemon=True)
+        self.thread.start()
+
+    def _take(self) -> None:
+        try:
+            self.outcome.append(savepoint_job(self.cluster.settings, JOB, self.name, timeout=60))
+        except StreamopsError as exc:
+            self.outcome.append(exc)
+
+    def check_whole_or_nothing(self) -> None:
+        """The sender says what was kept; that is what exists, and no later driver acts on
+        the request (a savepoint appearing after the error would contradict it)."""
+        self.thread.join(60)
+        assert len(self.outcome) == 1, self.outcome
+        path = self.cluster.settings.layout.savepoint(self.name)
+        if isinstance(self.outcome[0], StreamopsError):
+            message = str(self.outcome[0])
+            print(f"hot standby: savepoint during the kill: {message}")
+            assert f"the driver died during savepoint {self.name}" in message, message
+            kept = path.is_dir()
+            assert ("was published before" in message) == kept, message
+            time.sleep(5)  # the new driver polls its requests every 0.2 s
+            assert path.is_dir() == kept, "a savepoint appeared after its sender gave up"
+        else:
+            print("hot standby: the savepoint was taken before the kill")
+            assert path.is_dir()
+
+
 def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) -> None:
     cluster, registry = spark_cluster, spark_cluster.registry
     extra = cluster.cluster.add_worker()  # the standby's cores: 2 x 3 of 3 x 2
@@ -79,7 +117,9 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
             primary = str(registry.view(JOB).driver_id)
             assert registry.view(JOB).standby == f"{standby['driver_id']} armed"
 
-            # 1. the running driver's node dies: the standby takes over
+            # 1. the running driver's node dies during a savepoint: the standby takes over
+            saving = Saving(cluster, "hot-sp-1")
+            time.sleep(0.3)  # the driver picks requests up every 0.2 s, then drains a batch
             killed_at, killed_worker = kill_node_of(cluster, primary)
             recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, STAGES), 120,
                                    "every stage to commit after the node's death",
@@ -88,6 +128,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
             print(f"hot standby: every stage committed again {recovered:.1f}s after the kill")
             assert status["driver_id"] == standby["driver_id"], describe()
             assert status["took_over_from"] == primary
+            saving.check_whole_or_nothing()
             rearmed = wait_until(
                 lambda: armed(cluster, since=killed_at), 240,
                 "the relaunched driver to stand by", describe=describe,
