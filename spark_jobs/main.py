@@ -86,7 +86,7 @@ def run(
     if spec.standby == "hot" and not args.standby:
         if hot_standby.should_stand_by(layout, spec.name, args.hot_standby):
             try:  # before the session: a standby never competes with its primary's start
-                behind = hot_standby.wait_for_primary(layout, spec.name)
+                behind = hot_standby.wait_for_primary(layout, spec.name, spec.version)
             except hot_standby.Dismissed as exc:
                 log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
                 return 0

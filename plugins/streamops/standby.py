@@ -21,11 +21,12 @@ from streamops import savepoints
 from streamops.cluster.client import free_cores
 from streamops.exceptions import JobError
 from streamops.job_view import ENDED_DRIVER_STATES
-from streamops.jobs import JobRegistry
+from streamops.jobs import JobRegistry, read_submissions
 from streamops.layout import read_json, write_json_atomic
 from streamops.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
 from streamops.settings import Settings
-from streamops.spec import JobSpec
+from streamops.spec import JobSpec, spec_from_dict
+from streamops.submit import submit_hot_standby, submit_job
 
 log = logging.getLogger("streamops.standby")
 
@@ -61,8 +62,6 @@ def start_standby(
 
     ``new_stages`` (stages the running version lacks) lose any stale checkpoint first: the
     standby arms its queries on the job's checkpoints."""
-    from streamops.submit import submit_job
-
     for stage in new_stages:
         clear_stale_checkpoint(settings, spec.name, stage)
     token = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
@@ -180,6 +179,17 @@ def release_standby(
     )
     log.info("job %s: standby %s released from savepoint %s", standby.job, standby.driver_id,
              savepoint)  # fmt: skip
+    spec = submitted_spec(settings, standby.job, standby.driver_id)
+    if spec is not None and spec.standby == "hot":  # the new version's own hot standby
+        submit_hot_standby(spec, settings)
+
+
+def submitted_spec(settings: Settings, job: str, driver_id: str) -> JobSpec | None:
+    """The spec ``driver_id`` was submitted with (from the job's submissions)."""
+    for sub in read_submissions(settings.layout.submissions_file(job)):
+        if sub.get("driver_id") == driver_id and sub.get("spec"):
+            return spec_from_dict(sub["spec"], f"submission {driver_id}")
+    return None
 
 
 def abort_standby(settings: Settings, standby: Standby) -> None:

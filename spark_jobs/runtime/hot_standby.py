@@ -66,10 +66,13 @@ def should_stand_by(layout: StateLayout, job: str, submitted_as_standby: bool) -
     return submitted_as_standby or live_holder(layout, job) is not None
 
 
-def wait_for_primary(layout: StateLayout, job: str, timeout: float = PRIMARY_WAIT_S) -> lease.Lease:
-    """Block until a live driver holds the job's lease and its status says it runs (every
-    stage committed a batch or found nothing to do); that lease (the standby stands behind
-    it). :class:`Dismissed` after ``timeout``."""
+def wait_for_primary(
+    layout: StateLayout, job: str, version: str, timeout: float = PRIMARY_WAIT_S
+) -> lease.Lease:
+    """Block until a live driver of ``version`` holds the job's lease and its status says it
+    runs (every stage committed a batch or found nothing to do); that lease (the standby
+    stands behind it). :class:`Dismissed` after ``timeout`` (e.g. an upgrade rolled back: the
+    running version is another)."""
     path = layout.hot_standby_file(job)
     if (read_json(path) or {}).get("driver_id") == Path.cwd().name:
         path.unlink(missing_ok=True)  # this driver's previous run, restarted by its worker
@@ -78,7 +81,8 @@ def wait_for_primary(layout: StateLayout, job: str, timeout: float = PRIMARY_WAI
         held = live_holder(layout, job)
         status = read_json(layout.status_file(job)) or {}
         own = (status.get("driver_id"), f"{status.get('host')}:{status.get('pid')}")
-        if held is not None and status.get("state") == "RUNNING" and held.holder in own:
+        running = status.get("state") == "RUNNING" and status.get("version") == version
+        if held is not None and running and held.holder in own:
             # its own stages all ready: a standby started meanwhile would slow its first batches
             log.info("job %s: standing behind driver %s (lease epoch %d)", job, held.holder,
                      held.epoch)  # fmt: skip

@@ -141,14 +141,19 @@ def test_who_stands_by(layout: StateLayout) -> None:
 
 def test_waits_for_a_running_primary_then_stands_behind_it(layout: StateLayout) -> None:
     with pytest.raises(hot_standby.Dismissed, match="no running driver"):
-        hot_standby.wait_for_primary(layout, JOB, timeout=0.1)
+        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.1)
     held = lease.acquire(layout, JOB, "driver-1")
     write_json_atomic(layout.status_file(JOB), {"state": "STARTING"})
     with pytest.raises(hot_standby.Dismissed):
-        hot_standby.wait_for_primary(layout, JOB, timeout=0.6)
+        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.6)
     # the status of the driver it took the lease from: not yet its own
-    write_json_atomic(layout.status_file(JOB), {"state": "RUNNING", "driver_id": "driver-0"})
+    write_json_atomic(layout.status_file(JOB),
+                      {"state": "RUNNING", "driver_id": "driver-0", "version": "1"})  # fmt: skip
     with pytest.raises(hot_standby.Dismissed):
-        hot_standby.wait_for_primary(layout, JOB, timeout=0.6)
-    write_json_atomic(layout.status_file(JOB), {"state": "RUNNING", "driver_id": "driver-1"})
-    assert hot_standby.wait_for_primary(layout, JOB, timeout=2) == held
+        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.6)
+    running = {"state": "RUNNING", "driver_id": "driver-1", "version": "2"}
+    write_json_atomic(layout.status_file(JOB), running)
+    with pytest.raises(hot_standby.Dismissed):  # another version runs: never stand behind it
+        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.6)
+    write_json_atomic(layout.status_file(JOB), {**running, "version": "1"})
+    assert hot_standby.wait_for_primary(layout, JOB, "1", timeout=2) == held
