@@ -141,6 +141,7 @@ BETA_NOT_JSON_CASES: dict[str, str] = {
     "json_array": "[1,2,3]",
     "json_string": '"a string"',
     "json_null": "null",
+    "json_number": "42",
 }
 
 

@@ -20,7 +20,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, Rea
 from support.beta_server import beta_serving, stream_of
 
 from spark_jobs.sources.alpha import AlphaStreamReader
-from spark_jobs.sources.beta import BetaRange, BetaSourceError, BetaStreamReader
+from spark_jobs.sources.beta import BetaRange, BetaSourceError, BetaStreamReader, fetch_range
 from spark_jobs.sources.source_state import (
     SourceResetError,
     SourceState,
@@ -365,3 +365,25 @@ def test_spool_chains_overlapping_files_and_prunes_old_ones(tmp_path: Path) -> N
     assert spooled_ranges(tmp_path, "s") == [(1, 3), (3, 5), (8, 8)]  # too young to go
     spool.prune(3, min_age=0)
     assert spooled_ranges(tmp_path, "s") == [(3, 5), (8, 8)]
+
+
+def test_a_record_that_is_no_json_object_is_read_for_quarantine_not_taken_for_a_gap() -> None:
+    """A server answers its range in order: an entry that is not an object (or has no
+    sequence) is the broken record at that position, read so the job quarantines it."""
+    app = FastAPI()
+
+    @app.get("/pings")
+    async def pings(since: int, limit: int) -> JSONResponse:
+        log: list[object] = [{"sequence": 1, "vin": "V"}, 42, ["x"], {"vin": "no sequence"},
+                             {"sequence": 5, "vin": "V"}]  # fmt: skip
+        return JSONResponse(log[since : since + limit], headers={"X-Stream-Id": "s"})
+
+    server = ServerThread(app, port=0)
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{server.port}/pings"
+        rows = list(fetch_range(url, 0, 5, 2.0, stream="s"))
+        assert [seq for seq, _ in rows] == [1, 2, 3, 4, 5]
+        assert [raw for _, raw in rows[1:4]] == ["42", '["x"]', '{"vin":"no sequence"}']
+    finally:
+        server.stop()
