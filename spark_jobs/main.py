@@ -121,6 +121,10 @@ def run(
             log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
             spark.stop()
             return 0
+        except Exception as exc:  # exit 0: a standby relaunched in a loop would load the job
+            hot_standby.report_failure(ctx, exc)
+            spark.stop()
+            return 0
     else:
         ctx = JobContext(
             spark, spec, layout, from_savepoint=args.from_savepoint, start_positions=positions

@@ -30,15 +30,12 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from spark_jobs.runtime.context import JobContext, short_error
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.warmup import warm_executors
 from streamops import lease
 from streamops.layout import StateLayout, read_json, write_json_atomic
-
-if TYPE_CHECKING:
-    from spark_jobs.runtime.context import JobContext
 
 log = logging.getLogger("spark_jobs.hot_standby")
 
@@ -148,3 +145,16 @@ def watch(ctx: JobContext, behind: lease.Lease, poll: float = POLL_S) -> None:
                     "takes the job over with lease epoch %d", job, held.holder, silent,
                     ctx.lease.epoch)  # fmt: skip
         return
+
+
+def report_failure(ctx: JobContext, exc: BaseException) -> None:
+    """A standby that failed before it took over: say why where ``streamops jobs`` and the
+    next procedure look (its file) and in the log; the job runs on without a standby."""
+    error = short_error(exc)[:2000]
+    log.error("job %s: the hot standby failed and exits; the job runs on without one until "
+              "it is submitted again (any restart, upgrade or `streamops submit`): %s",
+              ctx.job, error)  # fmt: skip
+    ident = ctx.board.snapshot()
+    doc = {"driver_id": ident.get("driver_id"), "pid": os.getpid(), "failed": error,
+           "at": time.time()}  # fmt: skip
+    write_json_atomic(ctx.layout.hot_standby_file(ctx.job), doc)
