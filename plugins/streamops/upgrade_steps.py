@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from streamops import savepoint_taking
+from streamops import control, savepoint_taking
 from streamops import standby as standbys
 from streamops.exceptions import SavepointNotFound, StreamopsError
 from streamops.intents import already_started, read_intent
@@ -103,18 +103,14 @@ class UpgradeIntent:
 
 @dataclass(frozen=True)
 class Rollback:
-    """What :func:`rollback` did: ``rolled_back`` false when nothing had been stopped."""
-
-    rolled_back: bool
+    rolled_back: bool  # false when the upgrade had stopped nothing
     message: str
 
 
 def load_intent(settings: Settings, job: str) -> UpgradeIntent | None:
-    data = read_intent(settings, job, PROCEDURE)
-    if "new_spec" not in data:  # none, or a record of an earlier format
-        return None
+    data = read_intent(settings, job, PROCEDURE)  # none, or of an earlier format: no new_spec
     names = {f.name for f in fields(UpgradeIntent)}
-    return UpgradeIntent(**{k: v for k, v in data.items() if k in names})
+    return UpgradeIntent(**{k: data[k] for k in names if k in data}) if "new_spec" in data else None
 
 
 def _save(settings: Settings, intent: UpgradeIntent, phase: str, **detail: Any) -> None:
@@ -261,11 +257,15 @@ def savepoint_answered(
         return True
     if not intent.request:
         raise UpgradeFailed(f"the upgrade of {job} has not requested its savepoint yet")
-    registry = JobRegistry(settings)
+    registry, old = JobRegistry(settings), intent.old_driver
+    request = control.read_request(settings.layout, job, intent.request)
+    if timeout and request is not None:  # the CLI: the answer is looked for every 50 ms
+        alive = (lambda: registry.driver_live(old)) if old else None
+        control.wait_result(settings.layout, job, request, still_alive=alive)
     deadline = time.monotonic() + timeout
     while True:
         answer = savepoint_answer(settings.layout, registry, job, intent.request, cancel=True,
-                                  driver=intent.old_driver)  # fmt: skip
+                                  driver=old)  # fmt: skip
         if answer is not None:
             break
         if time.monotonic() >= deadline:
@@ -274,7 +274,7 @@ def savepoint_answered(
                                     f"(or v{intent.from_version} not stopped) after "
                                     f"{timeout:.0f}s")  # fmt: skip
             return False
-        time.sleep(1.0)
+        time.sleep(0.5)
     _done(settings, intent, "savepoint_answered", "savepoint-taken",
           savepoint=intent.savepoint, handover=answer.detail.get("handover"))  # fmt: skip
     return True
@@ -308,7 +308,7 @@ def start_new_version(settings: Settings, job: str, owner: str) -> UpgradeIntent
 def verify(
     settings: Settings, job: str, owner: str, *, timeout: float = HEALTH_TIMEOUT
 ) -> UpgradeIntent:
-    """Wait until the new version's driver is healthy (every stage ready)."""
+    """Wait until the new version's driver is healthy."""
     intent, todo = _todo(settings, job, owner, "verify")
     if todo:
         JobRegistry(settings).wait_healthy(job, timeout=timeout, since_driver=intent.new_driver)

@@ -40,7 +40,7 @@ class FakeCluster:
     calls: list[str] = field(default_factory=list)
     free_for_standby: bool = True
     healthy: bool = True
-    auto_answer: bool = True  # the old driver answers as soon as it is waited for
+    auto_answer: bool = True  # the old driver answers as soon as it is asked
 
     # the job registry
     def view(self, job: str) -> Any:
@@ -125,13 +125,14 @@ def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
         cluster.calls.append(f"rollback to v{spec.version} from {savepoint}")
         return "driver-rolled-back"
 
-    def savepoint_answer(*args: Any, **kwargs: Any) -> Any:
+    def request_savepoint(*args: Any, **kwargs: Any) -> str:
+        request = send(*args, **kwargs)
         if cluster.auto_answer:
             cluster.answer()
-        return answer(*args, **kwargs)
+        return request
 
-    answer = upgrade_steps.savepoint_answer
-    monkeypatch.setattr(upgrade_steps, "savepoint_answer", savepoint_answer)
+    send = savepoint_taking.request_savepoint
+    monkeypatch.setattr(savepoint_taking, "request_savepoint", request_savepoint)
     monkeypatch.setattr(upgrade_steps, "plan_upgrade", plan_upgrade)
     monkeypatch.setattr(upgrade_steps, "get_savepoint", get_savepoint)
     monkeypatch.setattr(savepoint_taking.savepoints, "get_savepoint", get_savepoint)
