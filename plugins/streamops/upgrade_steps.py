@@ -11,7 +11,7 @@ only that owner resumes it::
                          ready beside the old one → standby-ready; cold: nothing
     request_savepoint    ask the old driver for the savepoint with cancel, and whether it hands
                          over (room for the new version beside it) → savepoint-requested
-    savepoint_answered   the answer is in, and the old driver stopped or hands over (a poll)
+    savepoint_answered   the answer is in: queries stopped, lease given up (a poll)
     start_new_version    start the new spec from the savepoint, or release the standby
     verify               wait until the new driver is healthy
     finish               wait until the old driver ended (after its handover) → done
@@ -57,7 +57,7 @@ log = logging.getLogger("streamops.upgrade")
 PROCEDURE = "upgrade"
 FINISHED = ("done", "rolled-back", "standby-failed", "aborted")
 HEALTH_TIMEOUT = 300.0
-SAVEPOINT_TIMEOUT = 240.0  # the answer, the old driver's stop included
+SAVEPOINT_TIMEOUT = 240.0  # the wait for the answer (its request expires after 180 s)
 REQUEST_TIMEOUT = 180.0  # the request expires unanswered after this
 
 
@@ -233,6 +233,8 @@ def request_savepoint(
     if stands:
         log.info("upgrade of %s: savepoint %s was requested by a previous attempt (%s)", job,
                  intent.savepoint, intent.request)  # fmt: skip
+    elif intent.finished:  # e.g. aborted: a cleared task must not stop the old version now
+        raise UpgradeFailed(f"the upgrade of {job} is {intent.phase}; plan another one")
     else:
         if intent.handover is None:
             registry = JobRegistry(settings)
@@ -250,8 +252,10 @@ def request_savepoint(
 def savepoint_answered(
     settings: Settings, job: str, owner: str, *, timeout: float = 0.0
 ) -> bool:
-    """Whether the old driver answered the savepoint request, and stopped or hands over;
-    ``timeout``: wait that long for it (0: one look, a sensor's poke), then raise."""
+    """Whether the old driver answered the savepoint request: its queries are stopped and the
+    lease given up, so the new version starts at once either way (the old driver ends on its
+    own, or after its handover: ``finish`` waits for it). ``timeout`` 0: one look (a sensor's
+    poke); else wait for the answer (every 50 ms) until the request expires, then raise."""
     intent, todo = _todo(settings, job, owner, "savepoint_answered")
     if not todo:
         return True
@@ -262,19 +266,10 @@ def savepoint_answered(
     if timeout and request is not None:  # the CLI: the answer is looked for every 50 ms
         alive = (lambda: registry.driver_live(old)) if old else None
         control.wait_result(settings.layout, job, request, still_alive=alive)
-    deadline = time.monotonic() + timeout
-    while True:
-        answer = savepoint_answer(settings.layout, registry, job, intent.request, cancel=True,
-                                  driver=old)  # fmt: skip
-        if answer is not None:
-            break
-        if time.monotonic() >= deadline:
-            if timeout:
-                raise UpgradeFailed(f"job {job}: savepoint {intent.savepoint} not answered "
-                                    f"(or v{intent.from_version} not stopped) after "
-                                    f"{timeout:.0f}s")  # fmt: skip
-            return False
-        time.sleep(0.5)
+    answer = savepoint_answer(settings.layout, registry, job, intent.request, cancel=False,
+                              driver=old)  # fmt: skip
+    if answer is None:
+        return False
     _done(settings, intent, "savepoint_answered", "savepoint-taken",
           savepoint=intent.savepoint, handover=answer.detail.get("handover"))  # fmt: skip
     return True

@@ -158,6 +158,8 @@ def test_a_failed_savepoint_aborts_the_standby_and_rolls_nothing_back(
     assert steps.abort_standby(cluster.settings, JOB, OWNER) is True
     assert cluster.calls[-1] == "abort driver-standby"
     assert read_intent(cluster.settings, JOB, "upgrade")["phase"] == "aborted"
+    with pytest.raises(UpgradeFailed, match="is aborted"):  # the request task cleared
+        steps.request_savepoint(cluster.settings, JOB, OWNER)
 
 
 def test_the_cli_runs_the_steps_in_a_loop(cluster: FakeCluster) -> None:
@@ -175,3 +177,30 @@ def test_the_cli_rolls_back_an_unhealthy_version(cluster: FakeCluster) -> None:
     with pytest.raises(UpgradeFailed, match="rolled back to v1 from savepoint sp-bad"):
         upgrade(cluster.settings, JOB, load_spec(V2), savepoint="sp-bad")  # cold
     assert cluster.calls[-1] == "rollback to v1 from sp-bad"
+
+
+def test_without_a_handover_the_new_version_starts_at_once_and_finish_waits_for_the_old(
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer means the old driver's queries are stopped and its lease given up: the new
+    version is started while the old driver still shuts down; ``finish`` waits for its end."""
+    from streamops import control
+
+    cluster.auto_answer = False
+    monkeypatch.setattr(steps.standbys, "handover_fits", lambda *_: False)
+    steps.plan(cluster.settings, JOB, OWNER, load_spec(V2), standby="cold")
+    steps.start_standby(cluster.settings, JOB, OWNER)
+    intent = steps.request_savepoint(cluster.settings, JOB, OWNER)
+    assert intent.handover is False
+    assert steps.savepoint_answered(cluster.settings, JOB, OWNER) is False  # not answered
+    request = control.read_request(cluster.settings.layout, JOB, str(intent.request))
+    assert request is not None and request.handover is False
+    cluster.savepoints.add(intent.savepoint)
+    control.write_result(cluster.settings.layout, JOB, request, ok=True, message="saved",
+                         detail={"handover": False})  # fmt: skip
+    assert steps.savepoint_answered(cluster.settings, JOB, OWNER) is True
+    assert "driver-old" in cluster.live  # still shutting down
+    steps.start_new_version(cluster.settings, JOB, OWNER)
+    steps.verify(cluster.settings, JOB, OWNER, timeout=1)
+    assert steps.finish(cluster.settings, JOB, OWNER).phase == "done"
+    assert "driver-old" not in cluster.live
