@@ -22,8 +22,11 @@ Upgrade a running job to a new version without losing or double-counting events:
 6. **verify**: wait until it is healthy. If it is not, **roll back**: the old version is
    restarted from the same savepoint and the run fails with the reason.
 
-Each destructive step records its intent in `jobs/<job>/upgrade.json` first, so a retried
-task resumes instead of repeating harm.
+Each task runs one step of `streamops.upgrade_steps`, the steps `streamops upgrade` runs in a
+loop. The upgrade's intent (`jobs/<job>/upgrade.json`: both specs by value, the savepoint,
+the plan, the standby, the drivers, the steps done) is saved after every step, so a retried
+task resumes instead of repeating harm. The new spec file is read once, by **validate**: the
+version planned is the version started.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from airflow.sdk import Param, dag, task
 
 from streamops.standby import STANDBY_MODES
 from streamops_airflow.dag_defaults import manual_dag
-from streamops_airflow.job_groups import (
+from streamops_airflow.upgrade_groups import (
     abort_standby,
+    plan,
     savepoint_with_cancel,
     start_new_version,
     start_standby,
@@ -73,46 +77,19 @@ def savepoint_and_upgrade() -> None:
         if spec.name != job:
             raise ParamError("spec", f"{path} is job {spec.name}, not a version of {job}")
         return {
-            "job": job, "spec_path": str(path),
+            "job": job, "spec_path": str(path), "spec": spec.model_dump(mode="json"),
             "savepoint": checks.new_savepoint_name(params, "savepoint", settings),
             "allow_state_drop": bool(params.get("allow_state_drop")),
             "standby": checks.one_of(params, "standby", STANDBY_MODES, default="auto"),
         }  # fmt: skip
 
-    @task(multiple_outputs=True)
-    def plan(ctx: dict) -> dict:
-        """Dry run: nothing stops. The plan is printed; a refused plan fails the run here."""
-        from streamops.jobs import JobRegistry, current_spec
-        from streamops.spec import load_spec
-        from streamops.upgrade import default_savepoint_name, plan_upgrade
-        from streamops_airflow.exceptions import ProcedureFailed
-        from streamops_airflow.hooks import ops_settings
-
-        settings = ops_settings()
-        job, new = ctx["job"], load_spec(ctx["spec_path"])
-        upgrade_plan = plan_upgrade(settings, job, new, allow_state_drop=ctx["allow_state_drop"])
-        print(upgrade_plan.render())
-        if not upgrade_plan.allowed:
-            raise ProcedureFailed(
-                f"upgrade of {job} refused, nothing was stopped: {upgrade_plan.refusal}"
-            )
-        old = current_spec(settings, job)
-        return {
-            **ctx, "from_version": old.version, "to_version": new.version,
-            "savepoint": ctx["savepoint"] or default_savepoint_name(job, old.version, new.version),
-            "stages": [s.stage for s in upgrade_plan.stages if s.action.value != "DROPPED"],
-            "new_stages": [s.stage for s in upgrade_plan.stages if s.action.value == "NEW"],
-            "rollback_spec": old.model_dump(mode="json"),
-            "old_driver": JobRegistry(settings).view(job).driver_id,
-        }  # fmt: skip
-
     ctx = plan(validate())
     ready = start_standby(ctx)
-    started = start_new_version(ctx, ready)
-    savepoint = savepoint_with_cancel(ctx, procedure="upgrade", handover=True, standby=ready)
-    savepoint >> started
-    savepoint >> abort_standby.override(task_id="abort_standby")(ready.operator.task_id)
-    verify(ctx, started, procedure="upgrade", standby=ready)
+    started = start_new_version(ctx)
+    savepoint = savepoint_with_cancel(ctx, ready)
+    [ready, savepoint] >> started
+    savepoint >> abort_standby.override(task_id="abort_standby")(ctx.operator.task_id)
+    verify(ctx, started)
 
 
 savepoint_and_upgrade()

@@ -148,6 +148,12 @@ def withdraw(layout: StateLayout, job: str, request: ControlRequest, reason: str
         write_result(layout, job, request, ok=False, message=f"withdrawn by its sender: {reason}")
 
 
+def read_request(layout: StateLayout, job: str, request_id: str) -> ControlRequest | None:
+    """A request sent to the driver of ``job`` (answered or not), or ``None``."""
+    data = read_json(_request_path(layout, job, request_id))
+    return ControlRequest.from_json(data) if data is not None else None
+
+
 def read_result(layout: StateLayout, job: str, request_id: str) -> ControlResult | None:
     """The driver's answer to a request, or ``None`` while it has not answered."""
     data = read_json(_result_path(layout, job, request_id))

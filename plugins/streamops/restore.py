@@ -18,6 +18,8 @@ from typing import Any
 
 from streamops import savepoints
 from streamops.checkpoint_cut import last_batch
+from streamops.jobs import JobRegistry
+from streamops.savepoint_taking import wait_driver_ended
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 
@@ -119,3 +121,23 @@ def start_from_savepoint(
     return submit_job(
         spec, settings, wait_healthy=wait_healthy, extra_args=extra, replacing=replacing
     )
+
+
+def restore_version(
+    settings: Settings, spec: JobSpec, savepoint: str, *, stop: Iterable[str | None] = (),
+    wait_healthy: float = 300.0,
+) -> str:  # fmt: skip
+    """Stop whatever runs under ``spec``'s job (and the drivers in ``stop``: an upgrade's new
+    version, its standby, the old driver still waiting to hand over) and start ``spec`` from
+    ``savepoint`` with every stage it holds (an upgrade's rollback); the driver id."""
+    job, registry = spec.name, JobRegistry(settings)
+    for driver in filter(None, stop):
+        if registry.driver_live(driver):
+            log.warning("job %s: stopping driver %s", job, driver)
+            registry.kill_driver(job, driver)
+            wait_driver_ended(settings, job, driver)
+    if registry.view(job).is_live:
+        registry.cancel(job)
+    stages = list(savepoints.get_savepoint(settings.layout, savepoint).stages)
+    log.warning("job %s: starting v%s again from savepoint %s", job, spec.version, savepoint)
+    return start_from_savepoint(spec, settings, savepoint, stages, wait_healthy=wait_healthy)

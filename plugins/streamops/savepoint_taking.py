@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import time
 
-from streamops import control
-from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound
+from streamops import control, savepoints
+from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound, SavepointNotFound
 from streamops.jobs import JobRegistry
+from streamops.layout import StateLayout
 from streamops.settings import Settings
 
 log = logging.getLogger("streamops.savepoint_taking")
@@ -57,6 +58,69 @@ def savepoint_job(
     if cancel and wait_stopped:
         wait_driver_ended(settings, job, view.driver_id)
         log.info("job %s stopped after savepoint %s", job, name)
+    return result
+
+
+def request_savepoint(
+    settings: Settings, job: str, name: str, *, cancel: bool, handover: bool = False,
+    timeout: float = 180.0,
+) -> str:  # fmt: skip
+    """Ask the running ``job``'s driver for savepoint ``name`` (answered at its next batch
+    boundary; wait with :func:`savepoint_answer`); the request id. Refused when the job is not
+    running or the savepoint exists already."""
+    view = JobRegistry(settings).view(job)
+    if not view.is_live:
+        raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
+    try:
+        savepoints.get_savepoint(settings.layout, name)
+    except SavepointNotFound:
+        pass
+    else:
+        raise JobError(f"savepoint {name} exists already; pick another name")
+    request = control.send_request(settings.layout, job, "savepoint", name=name, cancel=cancel,
+                                   timeout=timeout, handover=handover)  # fmt: skip
+    return request.id
+
+
+def request_stands(layout: StateLayout, job: str, request_id: str) -> bool:
+    """Whether request ``request_id`` is pending or answered ok (a retried step waits for it
+    instead of sending a second one; a failed one is sent again)."""
+    result = control.read_result(layout, job, request_id)
+    return result is None or result.ok
+
+
+def savepoint_answer(
+    layout: StateLayout, registry: JobRegistry, job: str, request_id: str, *, cancel: bool,
+    driver: str | None = None,
+) -> control.ControlResult | None:  # fmt: skip
+    """One look at the answer to savepoint request ``request_id``: the answer once it is in
+    (with ``cancel``: and the driver stopped, unless it answered that it hands over: it then
+    idles, lease given up, until the next version runs), else ``None``. ``driver``: the
+    driver asked (an upgrade: a warm standby of the next version is live under the job's
+    name too). Raises on a failed answer or a driver that went away without one."""
+    result = control.read_result(layout, job, request_id)
+    live = registry.driver_live(driver) if driver else registry.view(job).is_live
+    if result is None:
+        if not live:
+            request = control.read_request(layout, job, request_id)
+            if request is not None:  # no later driver of the job may act on it
+                control.withdraw(layout, job, request, "the driver went away")
+            raise control.DriverGone(
+                f"job {job}: the driver went away before answering savepoint request "
+                f"{request_id}; restart it from its last checkpoint (restart_job DAG, mode "
+                "last-checkpoint)"
+            )
+        log.info("waiting for job %s to answer savepoint request %s (next batch boundary)",
+                 job, request_id)  # fmt: skip
+        return None
+    if not result.ok:
+        raise control.ControlFailed(
+            f"job {job}: savepoint request {request_id} failed: {result.message}"
+        )
+    if cancel and live and not result.detail.get("handover"):
+        log.info("savepoint of %s is verified; waiting for the job to stop", job)
+        return None
+    log.info("job %s: %s %s", job, result.message, result.detail)
     return result
 
 

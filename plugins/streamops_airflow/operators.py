@@ -22,16 +22,15 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator, Context
 
-from streamops import control, savepoints
 from streamops.cluster.spark_home import check_spark_install
-from streamops.exceptions import JobError, SavepointNotFound, StreamopsError
+from streamops.exceptions import JobError, StreamopsError
 from streamops.intents import already_started, read_intent, record_intent
+from streamops.savepoint_taking import request_savepoint, request_stands
 from streamops.settings import Settings
 from streamops.spec import load_spec
-from streamops.standby import Standby, handover_fits
 from streamops.submit import Submission, build_submission, ensure_not_running, record_submission
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
-from streamops_airflow.hooks import SparkStandaloneHook
+from streamops_airflow.hooks import SparkStandaloneHook, ops_settings
 from streamops_airflow.triggers import defer_until_healthy, health_outcome
 
 
@@ -158,24 +157,18 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
 class RequestSavepointOperator(BaseOperator):
     """Ask ``job``'s driver for savepoint ``savepoint`` (with ``cancel``: then stop).
 
-    With ``handover_spec`` (and ``cancel``; an upgrade: the new version's spec file) the driver
-    is asked to hand over if the cluster has free cores for that version beside it: it gives
-    up the job's lease with its answer and idles until the next version runs, so that version
-    is started at once and the old one's shutdown does not compete with its first batches.
-    ``handover_standby`` (a warm upgrade's ``Standby.to_dict()``, or empty) counts the cores
-    its standby already holds. The request is answered at the next batch boundary; wait for it with
+    The request is answered at the next batch boundary; wait for it with
     :class:`~streamops_airflow.sensors.SavepointResultSensor`. The intent (savepoint name and
     request id) is recorded in ``jobs/<job>/<procedure>.json``: a retried task whose request
     is pending or answered returns that request instead of sending a second one.
-    Returns the request id.
+    Returns the request id. (An upgrade asks through :mod:`streamops.upgrade_steps`.)
     """
 
-    template_fields: Sequence[str] = ("job", "savepoint", "handover_spec", "handover_standby")
+    template_fields: Sequence[str] = ("job", "savepoint")
 
     def __init__(
         self, *, job: str, savepoint: str, cancel: bool = True, procedure: str = "savepoint",
-        request_timeout: float = 180.0, handover_spec: str | None = None,
-        handover_standby: Any = None,
+        request_timeout: float = 180.0,
         spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name, **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(**kwargs)
@@ -184,8 +177,6 @@ class RequestSavepointOperator(BaseOperator):
         self.cancel = cancel
         self.procedure = procedure
         self.request_timeout = request_timeout
-        self.handover_spec = handover_spec
-        self.handover_standby = handover_standby
         self.spark_standalone_conn_id = spark_standalone_conn_id
 
     @property
@@ -193,52 +184,28 @@ class RequestSavepointOperator(BaseOperator):
         return "savepoint-with-cancel" if self.cancel else "savepoint"
 
     def execute(self, context: Context) -> str:
-        hook = SparkStandaloneHook(self.spark_standalone_conn_id)
-        settings = hook.settings
+        settings = ops_settings(self.spark_standalone_conn_id)
         owner = run_owner(context)
         previous = self._previous_request(settings, owner)
         if previous:
             self.log.info("savepoint %s of %s was requested by a previous try (%s): resuming",
                           self.savepoint, self.job, previous)  # fmt: skip
             return previous
-        view = hook.job(self.job)
-        if not view.is_live:
-            raise ProcedureFailed(
-                f"job {self.job} is not running (state {view.state}); nothing to savepoint"
-            )
-        try:
-            savepoints.get_savepoint(settings.layout, self.savepoint)
-        except SavepointNotFound:
-            pass
-        else:
-            raise ProcedureFailed(f"savepoint {self.savepoint} exists already; pick another name")
-        handover = self._handover(hook)
-        fields = {"savepoint": self.savepoint, "cancel": self.cancel, "owner": owner,
-                  "handover": handover}  # fmt: skip
+        fields = {"savepoint": self.savepoint, "cancel": self.cancel, "owner": owner}
         record_intent(settings, self.job, self.procedure, self.phase, **fields)
-        request = control.send_request(settings.layout, self.job, "savepoint",
-                                       name=self.savepoint, cancel=self.cancel,
-                                       timeout=self.request_timeout,
-                                       handover=handover)  # fmt: skip
-        record_intent(settings, self.job, self.procedure, self.phase, request=request.id, **fields)
-        return request.id
-
-    def _handover(self, hook: SparkStandaloneHook) -> bool:
-        """Whether to ask the driver to hand over to the version of ``handover_spec`` (started
-        cold, or released from the warm standby ``handover_standby`` describes)."""
-        if not (self.cancel and self.handover_spec):
-            return False
-        ready = Standby.from_dict(self.handover_standby) if self.handover_standby else None
-        return handover_fits(hook.registry, load_spec(self.handover_spec), ready)
+        try:
+            request = request_savepoint(settings, self.job, self.savepoint, cancel=self.cancel,
+                                        timeout=self.request_timeout)  # fmt: skip
+        except JobError as exc:
+            raise ProcedureFailed(str(exc)) from exc
+        record_intent(settings, self.job, self.procedure, self.phase, request=request, **fields)
+        return request
 
     def _previous_request(self, settings: Settings, owner: str) -> str | None:
         intent = read_intent(settings, self.job, self.procedure)
         request = intent.get("request")
         if intent.get("phase") != self.phase or intent.get("savepoint") != self.savepoint:
             return None
-        if intent.get("owner") != owner:
+        if intent.get("owner") != owner or not request:
             return None
-        if not request:
-            return None
-        result = control.read_result(settings.layout, self.job, request)
-        return request if result is None or result.ok else None
+        return request if request_stands(settings.layout, self.job, request) else None

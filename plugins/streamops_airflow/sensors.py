@@ -12,7 +12,8 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
-from streamops import control
+from streamops.exceptions import JobError
+from streamops.savepoint_taking import savepoint_answer
 from streamops.verdict import Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
@@ -98,24 +99,12 @@ class SavepointResultSensor(BaseSensorOperator):
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
         hook = SparkStandaloneHook(self.spark_standalone_conn_id)
-        result = control.read_result(hook.settings.layout, self.job, self.request_id)
-        driver = _optional(self.driver)
-        live = hook.registry.driver_live(driver) if driver else hook.job(self.job).is_live
+        try:
+            result = savepoint_answer(hook.settings.layout, hook.registry, self.job,
+                                      self.request_id, cancel=self.cancel,
+                                      driver=_optional(self.driver))  # fmt: skip
+        except JobError as exc:
+            raise ProcedureFailed(str(exc)) from exc
         if result is None:
-            if not live:
-                raise ProcedureFailed(
-                    f"job {self.job}: the driver went away before answering savepoint request "
-                    f"{self.request_id}; restart it with the restart_job DAG (last-checkpoint)"
-                )
-            self.log.info("waiting for job %s to answer savepoint request %s (next batch "
-                          "boundary)", self.job, self.request_id)  # fmt: skip
             return False
-        if not result.ok:
-            raise ProcedureFailed(
-                f"job {self.job}: savepoint request {self.request_id} failed: {result.message}"
-            )
-        if self.cancel and live and not result.detail.get("handover"):
-            self.log.info("savepoint of %s is verified; waiting for the job to stop", self.job)
-            return False
-        self.log.info("job %s: %s %s", self.job, result.message, result.detail)
         return PokeReturnValue(is_done=True, xcom_value={"request_id": result.id, **result.detail})

@@ -84,15 +84,11 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.jobs import JobRegistry
-    from streamops.standby import wants_standby
     from streamops.upgrade import upgrade
 
-    spec = load_spec(args.spec)
-    warm = wants_standby(JobRegistry(settings), spec, args.standby)
-    outcome = upgrade(settings, args.job, spec, allow_state_drop=args.allow_state_drop,
-                      savepoint=args.savepoint, health_timeout=args.timeout,
-                      warm=warm)  # fmt: skip
+    outcome = upgrade(settings, args.job, load_spec(args.spec),
+                      allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,
+                      health_timeout=args.timeout, standby=args.standby)  # fmt: skip
     console.print(
         f"job [bold]{outcome.job}[/] upgraded v{outcome.from_version} → v{outcome.to_version} "
         f"from savepoint {outcome.savepoint} (savepoint {outcome.savepoint_s}s, "

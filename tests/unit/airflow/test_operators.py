@@ -88,10 +88,10 @@ class _LiveJobHook:
 
     def __init__(self, settings: Settings, live_drivers: tuple[str, ...] = ("driver-old",)) -> None:
         self.settings = settings
-        self.registry = type("Registry", (), {"driver_live": lambda _, d: d in live_drivers})()
-
-    def job(self, name: str) -> object:
-        return type("View", (), {"is_live": True})()
+        self.registry = type("Registry", (), {
+            "driver_live": lambda _, d: d in live_drivers,
+            "view": lambda _, name: type("View", (), {"is_live": True})(),
+        })()  # fmt: skip
 
 
 @pytest.mark.parametrize("handover", [False, True])
@@ -142,38 +142,3 @@ def test_savepoint_sensor_of_an_upgrade_waits_for_the_old_driver_only(
                         lambda *_: _LiveJobHook(settings, tuple(live)))  # fmt: skip
     done = sensor.poke({})
     assert done.is_done and done.xcom_value["savepoint"] == "sp-1"  # the standby runs on
-
-
-def test_a_handover_is_asked_only_with_cancel_and_a_spec() -> None:
-    from streamops_airflow.operators import RequestSavepointOperator
-
-    hook = object()  # not consulted: nothing to hand over to
-    stop = RequestSavepointOperator(task_id="r", job="j", savepoint="s", cancel=False,
-                                    handover_spec="fleet-pings-v2.yaml")  # fmt: skip
-    assert stop._handover(hook) is False  # type: ignore[arg-type]
-    plain = RequestSavepointOperator(task_id="r", job="j", savepoint="s")
-    assert plain._handover(hook) is False  # type: ignore[arg-type]
-
-
-def test_a_warm_upgrade_hands_over_when_the_standby_holds_its_executors() -> None:
-    from types import SimpleNamespace
-
-    from streamops.cluster.client import WorkerInfo
-    from streamops.settings import PROJECT_ROOT
-    from streamops.standby import Standby
-    from streamops_airflow.operators import RequestSavepointOperator
-
-    full = [WorkerInfo.from_json({"id": f"w{i}", "state": "ALIVE", "cores": 2, "coresused": 2})
-            for i in range(2)]  # fmt: skip
-    # the master's worker list, at the edge of this unit test
-    hook = SimpleNamespace(registry=SimpleNamespace(client=SimpleNamespace(workers=lambda: full)))
-    v2 = str(PROJECT_ROOT / "config" / "jobs" / "fleet-pings-v2.yaml")
-    cold = RequestSavepointOperator(task_id="r", job="j", savepoint="s",
-                                    handover_spec=v2)  # fmt: skip
-    assert cold._handover(hook) is False  # type: ignore[arg-type]  # no room for v2
-    for executors, expected in ((2, True), (0, False)):
-        standby = Standby("fleet-pings", "2", "tok", "driver-2", {"executors": executors})
-        warm = RequestSavepointOperator(task_id="r", job="j", savepoint="s",
-                                        handover_spec=v2,
-                                        handover_standby=standby.to_dict())  # fmt: skip
-        assert warm._handover(hook) is expected  # type: ignore[arg-type]

@@ -1,0 +1,158 @@
+"""The ``savepoint_and_upgrade`` DAG's tasks: each runs (or polls) one step of
+:mod:`streamops.upgrade_steps`, the steps the CLI runs in a loop, for the DAG run that owns
+the upgrade's intent (a retried task resumes from it; see :func:`upgrade_step`)::
+
+    plan → start_standby → savepoint_with_cancel.request → savepoint_with_cancel.wait_result
+         → start_new_version → verify.wait_healthy → verify.done (verify, finish)
+    abort_standby (the savepoint failed), verify.rollback (not healthy)
+
+``verify.wait_healthy`` is the shared deferrable :class:`JobHealthySensor`; ``verify.done``
+then runs the library's ``verify`` (at once: healthy already) and ``finish``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import (
+    BaseSensorOperator,
+    Context,
+    TaskGroup,
+    XComArg,
+    get_current_context,
+    task,
+)
+from airflow.sdk.exceptions import AirflowSkipException
+
+from streamops_airflow.sensors import JobHealthySensor
+
+HEALTH_TIMEOUT = 300.0
+SAVEPOINT_TIMEOUT = 240.0
+
+
+def upgrade_step(step: str, job: str, *args: Any, **kwargs: Any) -> Any:
+    """Run step ``step`` of :mod:`streamops.upgrade_steps` on ``job`` for this DAG run; a
+    refused plan or a failed upgrade fails the task (no retry) with its reason."""
+    from streamops import upgrade_steps
+    from streamops.upgrade_plan import UpgradeFailed, UpgradeRefused
+    from streamops_airflow.exceptions import ProcedureFailed
+    from streamops_airflow.hooks import ops_settings
+    from streamops_airflow.operators import run_owner
+
+    owner = run_owner(get_current_context())
+    try:
+        return getattr(upgrade_steps, step)(ops_settings(), job, owner, *args, **kwargs)
+    except (UpgradeRefused, UpgradeFailed) as exc:
+        raise ProcedureFailed(str(exc)) from exc
+
+
+@task(multiple_outputs=True)
+def plan(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Dry run: nothing stops. The plan is printed; a refused plan fails the run here. The new
+    spec comes by value from ``validate`` (the one read of its file) and is kept in the
+    upgrade's intent: the version planned is the version started."""
+    from streamops.spec import spec_from_dict
+
+    intent = upgrade_step(
+        "plan", ctx["job"], spec_from_dict(ctx["spec"], ctx["spec_path"]),
+        savepoint=ctx["savepoint"], allow_state_drop=ctx["allow_state_drop"],
+        standby=ctx["standby"],
+    )  # fmt: skip
+    print(intent.plan)
+    return {"job": intent.job, "savepoint": intent.savepoint,
+            "from_version": intent.from_version, "to_version": intent.to_version}  # fmt: skip
+
+
+@task(retries=0)  # nothing is stopped yet: a failed standby fails the run, re-run it
+def start_standby(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Warm: the new version's driver up and ready beside the old one (its description); cold
+    (``standby`` cold, or auto and no free core for its driver): ``{}``."""
+    return upgrade_step("start_standby", ctx["job"], timeout=HEALTH_TIMEOUT).standby or {}
+
+
+@task(trigger_rule="one_failed", retries=0)
+def abort_standby(plan_task_id: str) -> None:
+    """The savepoint failed: kill the standby started for it, if any (the old version runs on,
+    or is restarted by hand from its last checkpoint)."""
+    job = get_current_context()["ti"].xcom_pull(task_ids=plan_task_id, key="job")
+    if not job or not upgrade_step("abort_standby", job):
+        raise AirflowSkipException("no standby to abort (a cold upgrade, or none came up)")
+
+
+@task(retries=1)
+def request(ctx: dict[str, Any]) -> str:
+    """Ask the old driver for the savepoint with cancel (and whether it hands over)."""
+    return str(upgrade_step("request_savepoint", ctx["job"],
+                            timeout=SAVEPOINT_TIMEOUT - 60).request)  # fmt: skip
+
+
+class UpgradeStepSensor(BaseSensorOperator):
+    """Poll step ``step`` of :mod:`streamops.upgrade_steps` (one that answers whether it is
+    done, e.g. ``savepoint_answered``) on ``job`` until it is."""
+
+    template_fields: Sequence[str] = ("job",)
+
+    def __init__(self, *, step: str, job: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.step = step
+        self.job = job
+
+    def poke(self, context: Context) -> bool:
+        return bool(upgrade_step(self.step, self.job))
+
+
+def savepoint_with_cancel(ctx: XComArg, standby: XComArg) -> TaskGroup:
+    """Savepoint the running job and stop it once the copy is verified (or let it idle until
+    the new version runs, after a handover)."""
+    with TaskGroup("savepoint_with_cancel", tooltip="savepoint, then stop the job") as group:
+        asked = request.override(task_id="request")(ctx)
+        answered = UpgradeStepSensor(
+            task_id="wait_result", step="savepoint_answered", job=ctx["job"],
+            timeout=SAVEPOINT_TIMEOUT, retries=0, poke_interval=1.0,
+        )  # fmt: skip
+        standby >> asked >> answered
+    return group
+
+
+@task(retries=1)
+def start_new_version(ctx: dict[str, Any]) -> str:
+    """Start the new version from the savepoint, or release the warm standby; the driver id."""
+    return str(upgrade_step("start_new_version", ctx["job"]).new_driver)
+
+
+@task(trigger_rule="one_failed", retries=0)
+def rollback(ctx: dict[str, Any] | None) -> None:
+    """The new version is not healthy: restart the old one from the same savepoint and fail
+    the run with the reason. Skipped when the run stopped nothing (it failed at its plan, its
+    standby or its savepoint): the old version runs on."""
+    from streamops_airflow.exceptions import ProcedureFailed
+
+    if not ctx:  # the plan failed: its output is missing
+        raise AirflowSkipException("nothing to roll back: the run failed before its plan")
+    undo = upgrade_step("rollback", ctx["job"], timeout=HEALTH_TIMEOUT)
+    if not undo.rolled_back:
+        raise AirflowSkipException(undo.message)
+    raise ProcedureFailed(undo.message)
+
+
+@task(retries=2)
+def done(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Healthy (the library's check) and the old driver ended → done; the job's state."""
+    upgrade_step("verify", ctx["job"], timeout=HEALTH_TIMEOUT)
+    intent = upgrade_step("finish", ctx["job"])
+    return {"job": intent.job, "version": intent.to_version, "driver_id": intent.new_driver}
+
+
+def verify(ctx: XComArg, started: XComArg) -> TaskGroup:
+    """Wait until the started driver is healthy; on failure roll back (and fail with why)."""
+    with TaskGroup("verify", tooltip="wait healthy, roll back on failure") as group:
+        wait = JobHealthySensor(
+            task_id="wait_healthy", job=ctx["job"], since_driver=started, deferrable=True,
+            timeout=HEALTH_TIMEOUT, poke_interval=2, retries=0,
+        )  # fmt: skip
+        back = rollback.override(task_id="rollback")(ctx)
+        finish = done.override(task_id="done")(ctx)
+        [started, wait] >> back
+        wait >> finish
+    return group
