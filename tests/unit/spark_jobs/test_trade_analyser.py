@@ -10,6 +10,7 @@ trade whose windows are partly closed.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,13 +19,18 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_jobs import trade_analyser as ta
+from spark_jobs.runtime.context import JobContext
+from spark_jobs.runtime.describe import describe_job_stages
 from spark_jobs.runtime.status import StatusBoard
 from spark_jobs.sinks import store
 from streamops.layout import StateLayout
+from streamops.planner import StageAction, UpgradePlan
 from streamops.sim.beta import PingHistory, ServerThread, create_app
 from streamops.sim.market import Market, Trade
 from streamops.sim.oracle import compare_series, trade_windows
+from streamops.spec import load_spec
 
+CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
 T0 = 1_700_000_000.0  # a whole second: window boundaries at T0 + k * slide
 LAG_MS = 2000
 
@@ -102,3 +108,22 @@ def test_windows_equal_the_oracle_with_late_trades(
     assert expected.dropped  # the test does exercise late trades, dropped and applied
     late_rows = board.snapshot()["stages"][series.name]["late_rows"]
     assert late_rows == len(expected.dropped)
+
+
+def test_v1_restores_into_v2_by_the_planner(spark: SparkSession, tmp_path: Path) -> None:
+    """v2 keeps v1's ``avg-1s`` as it is (state restored) and adds two stateful stages."""
+    described = {}
+    (tmp_path / "state").mkdir()  # where the spec's store lives
+    for version in ("v1", "v2"):
+        spec = load_spec(CONFIG / f"trade-analyser-{version}.yaml")
+        ctx = JobContext(spark, spec, StateLayout.at(tmp_path / "state"))
+        importlib.import_module(spec.entrypoint).build(ctx)
+        described[version] = describe_job_stages(ctx)
+    assert list(described["v1"]) == ["avg-1s"]
+    assert list(described["v2"]) == ["avg-1s", "avg-1m", "vol-1s"]
+    plan = UpgradePlan.build(
+        "trade-analyser", described["v1"], described["v2"], from_version="1", to_version="2"
+    )
+    assert plan.allowed, plan.render()
+    assert plan.stage("avg-1s").action is StageAction.RESTORE, plan.render()
+    assert all(d["stateful"] for d in described["v2"].values())
