@@ -439,7 +439,10 @@ class BetaSimulator(SimulatorRun):
 
 
 def add_server_arguments(
-    parser: argparse.ArgumentParser, port: int = 8000, history: int = 100_000
+    parser: argparse.ArgumentParser,
+    port: int = 8000,
+    history: int = 100_000,
+    limit_flag: str = "--max-pings",
 ) -> None:
     """The flags of a log server (``sim beta``, ``sim trades``): address, history, data dir."""
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
@@ -461,7 +464,7 @@ def add_server_arguments(
     parser.add_argument(
         "--linger",
         action="store_true",
-        help="after --max-pings records, go on serving them until stopped (SIGTERM), so that "
+        help=f"after {limit_flag} records, go on serving them until stopped (SIGTERM), so that "
         "readers can catch up (default: stop serving at once)",
     )
 

@@ -104,7 +104,9 @@ class TradeSimulator(BetaSimulator):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``sim trades``."""
-    add_server_arguments(parser, port=DEFAULT_PORT, history=DEFAULT_HISTORY)
+    add_server_arguments(
+        parser, port=DEFAULT_PORT, history=DEFAULT_HISTORY, limit_flag="--max-trades"
+    )
     parser.add_argument("--seed", type=int, default=1, help="market seed (default 1)")
     parser.add_argument(
         "--symbols", type=int, default=DEFAULT_SYMBOLS, help="number of symbols (default 32)"
