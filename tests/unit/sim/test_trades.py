@@ -13,6 +13,7 @@ from streamops.cli import sim_cmds
 from streamops.sim.beta import STREAM_HEADER, BetaSimulator
 from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.market import Market, Trade
+from streamops.sim.oracle import SeriesValue, trade_windows
 from streamops.sim.trades import TradeSimulator
 
 FIXED_CLOCK = 1_700_000_000.0
@@ -100,3 +101,27 @@ def test_the_cli_registers_sim_trades() -> None:
     args = parser.parse_args(["sim", "trades", "--port", "0", "--max-trades", "5"])
     assert args.rate == 10_000 and args.port == 0 and args.symbols == 32
     assert args.history == 600_000 and args.data_dir is None
+
+
+def test_the_oracle_windows_by_hand() -> None:
+    """The batch recomputation the analyser is held to, on a few trades worked out by hand."""
+    t0 = 1_700_000_000.0
+    first = [Trade(1, "A", t0 + 0.2, 10.0, 1), Trade(2, "A", t0 + 0.9, 20.0, 2),
+             Trade(3, "A", t0 + 5.0, 30.0, 3)]  # fmt: skip
+    late = [Trade(4, "A", t0 + 0.5, 40.0, 4), Trade(5, "A", t0 + 3.9, 50.0, 5)]
+    end = int(t0 * 1000)
+    tumbling = trade_windows([first, late], series="v", size_ms=1000, slide_ms=1000,
+                             measure="volume", lag_ms=2000)  # fmt: skip
+    # watermark after the first batch: 5.0 - 2 = 3.0 s; [0, 1) is closed, [3, 4) is open
+    assert tumbling.windows == {
+        ("v", "A", end + 1000): SeriesValue(3.0, 2),
+        ("v", "A", end + 6000): SeriesValue(3.0, 1),
+        ("v", "A", end + 4000): SeriesValue(5.0, 1),
+    }
+    assert tumbling.dropped == {(1, "A", end + 1000)}
+    sliding = trade_windows([first], series="a", size_ms=1000, slide_ms=500)
+    # 0.2 is in [-0.5, 0.5) and [0, 1); 0.9 in [0, 1) and [0.5, 1.5)
+    assert sliding.windows[("a", "A", end + 500)] == SeriesValue(10.0, 1)
+    assert sliding.windows[("a", "A", end + 1000)] == SeriesValue(15.0, 2)
+    assert sliding.windows[("a", "A", end + 1500)] == SeriesValue(20.0, 1)
+    assert not sliding.dropped
