@@ -7,7 +7,9 @@ keyed, so replaying a batch after a failure changes nothing:
   ``(time, sequence)``;
 - ``vehicle_stats``: one row per ``(vin, window_start)``; the streaming aggregation emits
   the window's complete running values, so an upsert replaces them;
-- ``quarantine``: one row per ``(source, position)``; a replayed bad record is ignored.
+- ``quarantine``: one row per ``(source, position)``; a replayed bad record is ignored;
+- ``trade_series`` (the trade analyser): one row per ``(series, symbol, window_end_ms)``, the
+  window's running value replaced like ``vehicle_stats``.
 
 A store that cannot be reached (a restarting PostgreSQL, a lost connection) is retried with a
 capped backoff for up to :data:`RETRY_S` seconds, the batch waiting meanwhile: the
@@ -81,6 +83,21 @@ avg_speed_5m = Table(
     *(Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
       for c in vehicle_stats.columns),
 )  # fmt: skip
+
+trade_series = Table(
+    "trade_series",
+    metadata,
+    Column("series", String(32), primary_key=True),
+    Column("symbol", String(16), primary_key=True),
+    Column("window_end_ms", BigInteger, primary_key=True),
+    Column("window_start_ms", BigInteger, nullable=False),
+    Column("value", Float, nullable=False),
+    Column("trades", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""Every series of the trade analyser in one time-series table: ``series`` names the stage
+(``avg-1s``, ``avg-1m``, ``vol-1s``), ``value`` is its average price or summed quantity over
+``[window_start_ms, window_end_ms)`` (epoch milliseconds: an exact key, no float)."""
 
 quarantine = Table(
     "quarantine",
@@ -238,6 +255,22 @@ def upsert_stats(
         set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
     )
     _write(engine, f"the {table.name} upsert", stmt, batch)
+    return len(batch)
+
+
+def upsert_series(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Replace the running value of each ``(series, symbol, window_end_ms)`` window."""
+    now = time.time()
+    batch = [{**r, "updated_at": now} for r in rows]
+    if not batch:
+        return 0
+    stmt = _insert(engine, trade_series)
+    keys = ("series", "symbol", "window_end_ms")
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[trade_series.c[k] for k in keys],
+        set_={c.name: stmt.excluded[c.name] for c in trade_series.columns if c.name not in keys},
+    )
+    _write(engine, "the trade_series upsert", stmt, batch)
     return len(batch)
 
 

@@ -6,6 +6,10 @@ sequence <= N has been read. A batch ``(start, end]`` is split into partitions o
 ``partition_size`` records; each partition re-reads exactly its range from
 ``GET /pings?since=&limit=``, so a failed batch is re-read identically.
 
+The source does not look inside a record: it yields ``(sequence, raw)`` and the job parses
+``raw`` (fleet pings in :mod:`spark_jobs.pings`, trades of the trades producer, which is this
+same server with another record generator, in :mod:`spark_jobs.trade_analyser`).
+
 Nothing is ever skipped silently. A server that serves another stream (it was reset or
 replaced), whose head is below the committed offset, or that no longer holds the records
 after it (HTTP 410, a hole) fails the stage with :class:`SourceResetError` naming the

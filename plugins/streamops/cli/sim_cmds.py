@@ -1,4 +1,4 @@
-"""``streamops sim alpha|beta``: run a fleet simulator in the foreground.
+"""``streamops sim alpha|beta|trades``: run a fleet simulator in the foreground.
 
 Runs until Ctrl-C, SIGTERM or ``--max-pings``, logging progress every ``--progress-every``
 seconds. The same verbs are available as ``python -m streamops.sim.alpha`` / ``.beta``: each
@@ -12,6 +12,7 @@ from typing import Any
 
 from streamops.sim import alpha as sim_alpha
 from streamops.sim import beta as sim_beta
+from streamops.sim import trades as sim_trades
 
 
 def register(sub: Any) -> None:
@@ -24,3 +25,8 @@ def register(sub: Any) -> None:
     beta = verbs.add_parser("beta", help="serve pings over HTTP: GET /pings?since=N&limit=M")
     sim_beta.add_arguments(beta)
     beta.set_defaults(handler=sim_beta.run_from_args)
+    trades = verbs.add_parser(
+        "trades", help="serve trades over HTTP with beta's log server (the trade analyser's input)"
+    )
+    sim_trades.add_arguments(trades)
+    trades.set_defaults(handler=sim_trades.run_from_args)

@@ -7,7 +7,9 @@ emit to an oracle journal (:func:`read_journal`). Run them from a terminal with
     sim = AlphaSimulator(directory, rate=100, journal="alpha.jsonl")
     sim.start(); ...; sim.stop()
 
-Names are imported lazily, so reading pings or a journal does not import FastAPI.
+The trades producer (``streamops sim trades``, :class:`TradeSimulator`) is fleetsim-beta's
+server with a market instead of a fleet. Names are imported lazily, so reading pings or a
+journal does not import FastAPI.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from streamops.sim.beta import BetaSimulator, create_app
     from streamops.sim.fleet import Fleet, Ping, is_valid_vin
     from streamops.sim.journal import JournalRecord, read_journal, valid_pings
+    from streamops.sim.trades import TradeSimulator
 
 _EXPORTS = {
     "AlphaSimulator": "streamops.sim.alpha",
@@ -31,6 +34,7 @@ _EXPORTS = {
     "JournalRecord": "streamops.sim.journal",
     "read_journal": "streamops.sim.journal",
     "valid_pings": "streamops.sim.journal",
+    "TradeSimulator": "streamops.sim.trades",
 }
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "Fleet",
     "JournalRecord",
     "Ping",
+    "TradeSimulator",
     "create_app",
     "is_valid_vin",
     "read_journal",

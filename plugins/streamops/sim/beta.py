@@ -17,6 +17,11 @@ and sequence survive a restart; without one, each simulator is a new stream from
 
 Each record's JSON text is produced once, logged (if durable), journaled, held, and served
 byte for byte.
+
+The server, its history and durable log do not know what a record is: a
+:class:`RecordGenerator` makes them. fleetsim-beta's is :class:`FleetRecords` (pings); the
+trades producer (:mod:`streamops.sim.trades`) plugs in its market and is otherwise this very
+simulator, so both data sets share one log server and one Spark source.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from fastapi import FastAPI, Query
@@ -38,7 +43,7 @@ from fastapi.responses import JSONResponse, Response
 from streamops.exceptions import SimulatorError
 from streamops.settings import Settings
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS, DurableLog, new_stream_id
-from streamops.sim.fleet import Ping, check_emission_params, check_param, malformed_kind
+from streamops.sim.fleet import Fleet, Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
 from streamops.sim.runner import (
     SimulatorRun,
@@ -75,6 +80,40 @@ def malformed_json(ping: Ping, kind: str) -> str:
     else:
         raise ValueError(f"unknown malformation {kind!r}")
     return json.dumps(data, separators=(",", ":"))
+
+
+class RecordGenerator(Protocol):
+    """Makes the records a log server serves: deterministic apart from the given times."""
+
+    def records(
+        self, first_sequence: int, times: Sequence[float]
+    ) -> list[tuple[str, JournalRecord]]:
+        """One record per time, sequences ``first_sequence, first_sequence + 1, ...``: its
+        JSON text (served byte for byte) and its oracle journal line."""
+        ...
+
+
+class FleetRecords:
+    """fleetsim-beta's records: the pings of ``fleet``, every ``malformed_every``-th broken."""
+
+    def __init__(self, fleet: Fleet, malformed_every: int) -> None:
+        self.fleet = fleet
+        self.malformed_every = malformed_every
+
+    def records(
+        self, first_sequence: int, times: Sequence[float]
+    ) -> list[tuple[str, JournalRecord]]:
+        made = []
+        for offset, at in enumerate(times):
+            sequence = first_sequence + offset
+            ping = self.fleet.next_ping(sequence, at)
+            kind = malformed_kind(sequence, self.malformed_every, BETA_MALFORMED_KINDS)
+            raw = ping.to_json() if kind is None else malformed_json(ping, kind)
+            made.append(
+                (raw, JournalRecord("beta", sequence, kind is not None, kind, raw,
+                                    None if kind else ping))
+            )  # fmt: skip
+        return made
 
 
 class SinceTooOld(Exception):
@@ -148,9 +187,13 @@ class PingHistory:
             return self._raws[start : start + limit]
 
 
-def create_app(state: PingHistory) -> FastAPI:
-    """The FastAPI app serving ``state``."""
-    app = FastAPI(title="fleetsim-beta", description="GPS pings of a simulated fleet")
+def create_app(
+    state: PingHistory,
+    title: str = "fleetsim-beta",
+    description: str = "GPS pings of a simulated fleet",
+) -> FastAPI:
+    """The FastAPI app serving ``state`` (records of any kind, under ``/pings``)."""
+    app = FastAPI(title=title, description=description)
     stream_header = {STREAM_HEADER: state.stream}
 
     @app.get("/pings")
@@ -257,14 +300,18 @@ class ServerThread:
 
 
 class BetaSimulator(SimulatorRun):
-    """Generates deterministic fleet pings into a :class:`PingHistory` served over HTTP.
+    """Generates deterministic records into a :class:`PingHistory` served over HTTP.
 
     ``start()`` serves and generates in background threads; ``emitted`` counts records
     this process added. With ``data_dir`` they go to a :class:`DurableLog` first and survive
     a restart: same stream id, same records, next sequence (the fleet restarts from ``seed``).
+    The records are fleet pings unless a ``generator`` is given (another data set served by
+    the same mechanism: :class:`streamops.sim.trades.TradeSimulator`).
     """
 
     source = "beta"
+    title = "fleetsim-beta"
+    description = "GPS pings of a simulated fleet"
 
     def __init__(
         self,
@@ -282,13 +329,16 @@ class BetaSimulator(SimulatorRun):
         clock: Callable[[], float] = time.time,
         data_dir: str | os.PathLike[str] | None = None,
         segment_records: int = DEFAULT_SEGMENT_RECORDS,
+        generator: RecordGenerator | None = None,
     ) -> None:
         check_emission_params(rate, malformed_every, max_pings)
         self._init_run(seed, vehicles, vin_prefix, rate, malformed_every, max_pings, journal, clock)
+        self.generator = generator or FleetRecords(self._fleet, malformed_every)
         disk = None if data_dir is None else DurableLog(data_dir, history, segment_records)
         try:
             self.state = PingHistory(history, stream=None if disk is None else disk.stream)
-            self._server = ServerThread(create_app(self.state), host, port)
+            app = create_app(self.state, self.title, self.description)
+            self._server = ServerThread(app, host, port)
         except BaseException:
             if disk is not None:
                 disk.close()
@@ -334,10 +384,10 @@ class BetaSimulator(SimulatorRun):
             raise SimulatorError("BetaSimulator already started")
         self._server.start(timeout)
         self._thread = threading.Thread(
-            target=self._generate_in_thread, name="fleetsim-beta", daemon=True
+            target=self._generate_in_thread, name=self.title, daemon=True
         )
         self._thread.start()
-        log.info("fleetsim-beta serving %s", self.url)
+        log.info("%s serving %s", self.title, self.url)
 
     def finish(self, timeout: float = 10.0) -> None:
         """Stop generating; the server goes on answering, so readers can catch up."""
@@ -363,9 +413,9 @@ class BetaSimulator(SimulatorRun):
                 stopped=self._stop.is_set,
                 wait=lambda: self._stop.wait(0.02),
             )
-            log.info("fleetsim-beta generator stopped after %d records", self.emitted)
+            log.info("%s generator stopped after %d records", self.title, self.emitted)
         except BaseException as exc:  # reported to the caller by stop()/wait_done()
-            log.exception("fleetsim-beta generator failed")
+            log.exception("%s generator failed", self.title)
             self._error = exc
         finally:
             if journal is not None:
@@ -378,34 +428,30 @@ class BetaSimulator(SimulatorRun):
         """Make one record per time, write them to the durable log (if any) and the journal,
         then add them to the history."""
         first = self._next_sequence
-        raws: list[str] = []
-        records: list[JournalRecord] = []
-        for offset, at in enumerate(times):
-            sequence = first + offset
-            ping = self._fleet.next_ping(sequence, at)
-            kind = malformed_kind(sequence, self.malformed_every, BETA_MALFORMED_KINDS)
-            raw = ping.to_json() if kind is None else malformed_json(ping, kind)
-            raws.append(raw)
-            if journal is not None:
-                records.append(
-                    JournalRecord(
-                        "beta", sequence, kind is not None, kind, raw, None if kind else ping
-                    )
-                )
+        made = self.generator.records(first, times)
+        raws = [raw for raw, _ in made]
         if self.durable_log is not None:
             self.durable_log.append(first, raws)
         if journal is not None:
-            journal.append(records)
+            journal.append(record for _, record in made)
         self.state.extend(first, raws)
         self._next_sequence = first + len(raws)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``sim beta``."""
+def add_server_arguments(
+    parser: argparse.ArgumentParser,
+    port: int = 8000,
+    history: int = 100_000,
+    limit_flag: str = "--max-pings",
+) -> None:
+    """The flags of a log server (``sim beta``, ``sim trades``): address, history, data dir."""
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000, 0 = any)")
+    parser.add_argument("--port", type=int, default=port, help=f"port (default {port}, 0 = any)")
     parser.add_argument(
-        "--history", type=int, default=100_000, help="records held for clients (default 100000)"
+        "--history",
+        type=int,
+        default=history,
+        help=f"records held for clients (default {history})",
     )
     parser.add_argument(
         "--data-dir",
@@ -418,9 +464,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--linger",
         action="store_true",
-        help="after --max-pings records, go on serving them until stopped (SIGTERM), so that "
+        help=f"after {limit_flag} records, go on serving them until stopped (SIGTERM), so that "
         "readers can catch up (default: stop serving at once)",
     )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``sim beta``."""
+    add_server_arguments(parser)
     add_common_arguments(parser, seed=2, vin_prefix="1B")
 
 

@@ -6,6 +6,9 @@ Tests compare a job's sink with a batch recomputation over exactly these records
      "raw": "<the exact CSV line or JSON text served>", "ping": {...} | null,
      "file": "pings-000000000001.csv" | null}
 
+The trades producer journals its records the same way with ``"source": "trades"``, ``"ping":
+null`` and a ``"trade"`` object (a key beta and alpha lines do not carry).
+
 Alpha journals a file's records right after the file is renamed into place; beta when a
 record is added to its history. Every line is a single ``write()`` on an ``O_APPEND``
 descriptor, so alpha and beta may share one journal file and a reader never sees half a
@@ -24,10 +27,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from streamops.sim.fleet import Ping
+from streamops.sim.market import Trade
 
 log = logging.getLogger(__name__)
 
-Source = Literal["alpha", "beta"]
+Source = Literal["alpha", "beta", "trades"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,7 @@ class JournalRecord:
     raw: str
     ping: Ping | None
     file: str | None = None
+    trade: Trade | None = None
 
     def to_json(self) -> str:
         """The journal line of this record, without the newline."""
@@ -53,13 +58,15 @@ class JournalRecord:
             "ping": None if self.ping is None else self.ping.to_dict(),
             "file": self.file,
         }
+        if self.trade is not None:
+            payload["trade"] = self.trade.to_dict()
         return json.dumps(payload, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, line: str) -> JournalRecord:
         """Parse one journal line."""
         data = json.loads(line)
-        ping = data.get("ping")
+        ping, trade = data.get("ping"), data.get("trade")
         return cls(
             source=data["source"],
             sequence=int(data["sequence"]),
@@ -68,6 +75,7 @@ class JournalRecord:
             raw=data["raw"],
             ping=None if ping is None else Ping.from_dict(ping),
             file=data.get("file"),
+            trade=None if trade is None else Trade.from_dict(trade),
         )
 
 
@@ -119,6 +127,11 @@ def valid_pings(records: Iterable[JournalRecord], source: Source | None = None) 
         for r in records
         if r.ping is not None and not r.malformed and (source is None or r.source == source)
     ]
+
+
+def valid_trades(records: Iterable[JournalRecord]) -> list[Trade]:
+    """The trades of a trades producer's journal, in journal order."""
+    return [r.trade for r in records if r.trade is not None and not r.malformed]
 
 
 def malformed_records(

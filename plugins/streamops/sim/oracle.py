@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from streamops.sim.fleet import Ping
 from streamops.sim.journal import JournalRecord
+from streamops.sim.market import Trade
 
 
 @dataclass(frozen=True)
@@ -155,4 +156,85 @@ def compare_quarantine(
     cmp.missing = sorted(expected - actual)
     cmp.unexpected = sorted(actual - expected)
     cmp.different = no_reason
+    return cmp
+
+
+@dataclass(frozen=True)
+class SeriesValue:
+    """One window of a trade series: its value (average price or summed quantity), its trades."""
+
+    value: float
+    trades: int
+
+
+@dataclass
+class TradeWindows:
+    """The windows a trade series must hold, and the (batch, symbol, window end) groups the
+    watermark dropped."""
+
+    windows: dict[tuple[str, str, int], SeriesValue]
+    dropped: set[tuple[int, str, int]]
+
+
+def trade_windows(
+    batches: Sequence[Iterable[Trade]],
+    *,
+    series: str,
+    size_ms: int,
+    slide_ms: int,
+    measure: str = "avg_price",
+    lag_ms: int | None = None,
+) -> TradeWindows:
+    """A trade analyser series recomputed in batch: windows ``[start, start + size_ms)`` with
+    ``start`` a multiple of ``slide_ms`` (tumbling when equal), keyed ``(series, symbol,
+    window end)``, event times in whole milliseconds (:attr:`Trade.time_ms`).
+
+    With ``lag_ms``, Spark's watermark as the batches would see it: 0 in the first batch, then
+    the greatest event time of the batches so far minus the lag; a trade's contribution to a
+    window that ended at or before it is dropped (the window was closed), to a window still
+    open applied. Without, nothing is late (one batch of everything: the producer's order)."""
+    acc: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    dropped: set[tuple[int, str, int]] = set()
+    watermark = 0
+    for number, batch in enumerate(batches):
+        newest = None
+        for t in batch:
+            at = t.time_ms
+            newest = at if newest is None else max(newest, at)
+            start = at - at % slide_ms
+            while start > at - size_ms:
+                end = start + size_ms
+                if lag_ms is not None and end <= watermark:
+                    dropped.add((number, t.symbol, end))
+                else:
+                    acc[(series, t.symbol, end)].append(
+                        t.price if measure == "avg_price" else float(t.quantity)
+                    )
+                start -= slide_ms
+        if lag_ms is not None and newest is not None:
+            watermark = max(watermark, newest - lag_ms)
+    windows = {
+        key: SeriesValue(
+            sum(values) / len(values) if measure == "avg_price" else sum(values), len(values)
+        )
+        for key, values in acc.items()
+    }
+    return TradeWindows(windows, dropped)
+
+
+def compare_series(
+    expected: Mapping[tuple[str, str, int], SeriesValue],
+    rows: Iterable[Mapping[str, Any]],
+    what: str = "trade_series",
+) -> Comparison:
+    """The rows of ``trade_series`` against :func:`trade_windows`: same windows, same counts,
+    values equal to float precision."""
+    actual = {(r["series"], r["symbol"], int(r["window_end_ms"])): r for r in rows}
+    cmp = Comparison(what, len(expected), len(actual))
+    cmp.missing = sorted(set(expected) - set(actual))
+    cmp.unexpected = sorted(set(actual) - set(expected))
+    for key in sorted(set(expected) & set(actual)):
+        e, r = expected[key], actual[key]
+        if not (int(r["trades"]) == e.trades and _close(float(r["value"]), e.value)):
+            cmp.different.append((key, e, dict(r)))
     return cmp
