@@ -143,7 +143,8 @@ class JobRegistry:
         ids = self.standby_drivers(name, submitted, active) - {primary}
         if not ids:
             return None
-        armed = (read_json(self.layout.hot_standby_file(name)) or {}).get("driver_id")
+        doc = read_json(self.layout.hot_standby_file(name)) or {}
+        armed = doc.get("driver_id") if doc.get("armed_at") else None
         chosen = armed if armed in ids else sorted(ids)[-1]
         return f"{chosen} {'armed' if chosen == armed else 'starting'}"
 

@@ -70,9 +70,9 @@ def wait_for_primary(
     runs (every stage committed a batch or found nothing to do); that lease (the standby
     stands behind it). :class:`Dismissed` after ``timeout`` (e.g. an upgrade rolled back: the
     running version is another)."""
-    path = layout.hot_standby_file(job)
-    if (read_json(path) or {}).get("driver_id") == Path.cwd().name:
-        path.unlink(missing_ok=True)  # this driver's previous run, restarted by its worker
+    # seen as this job's standby (starting) at once: `streamops cancel` must kill it too
+    write_json_atomic(layout.hot_standby_file(job), {
+        "driver_id": Path.cwd().name, "pid": os.getpid(), "starting_at": time.time()})  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         held = live_holder(layout, job)

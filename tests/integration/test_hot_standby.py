@@ -95,9 +95,12 @@ class Saving:
         if isinstance(self.outcome[0], StreamopsError):
             message = str(self.outcome[0])
             print(f"hot standby: savepoint during the kill: {message}")
-            assert f"the driver died during savepoint {self.name}" in message, message
             kept = path.is_dir()
-            assert ("was published before" in message) == kept, message
+            if "not acted on" in message:  # the new driver answered before the sender noticed
+                assert not kept, message
+            else:
+                assert f"the driver died during savepoint {self.name}" in message, message
+                assert ("was published before" in message) == kept, message
             time.sleep(5)  # the new driver polls its requests every 0.2 s
             assert path.is_dir() == kept, "a savepoint appeared after its sender gave up"
         else:
@@ -150,6 +153,8 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
         assert not registry.view(JOB).is_live  # cancelled with its standby
         assert not armed(cluster)
     finally:
+        for driver in cluster.registry.client.active_drivers():  # nothing left for the next
+            cluster.registry.client.kill_submission(driver.id)   # tests, whatever happened
         if killed_worker is not None:
             cluster.cluster.add_worker(killed_worker)
         cluster.cluster.remove_worker(extra, graceful=False)  # two workers again

@@ -333,12 +333,14 @@ def test_a_hot_standby_is_shown_and_never_taken_for_the_job_s_driver(reg: Regist
     view = reg.view(active=[driver("driver-1"), driver("driver-2")], apps=[app(), app()])
     assert (view.driver_id, view.standby) == ("driver-1", "driver-2 starting")
     reg.status(status_doc("driver-1"))
-    write_json_atomic(reg.settings.layout.hot_standby_file(JOB), {"driver_id": "driver-2"})
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB),
+                      {"driver_id": "driver-2", "armed_at": 1.0})  # fmt: skip
     view = reg.view(active=[driver("driver-1"), driver("driver-2")], apps=[app(), app()])
     assert (view.driver_id, view.standby, view.healthy) == ("driver-1", "driver-2 armed", True)
     # the standby took over; the relaunched primary (a new id) stands by in its turn
     reg.status(status_doc("driver-2"))
-    write_json_atomic(reg.settings.layout.hot_standby_file(JOB), {"driver_id": "driver-3"})
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB),
+                      {"driver_id": "driver-3", "armed_at": 1.0})  # fmt: skip
     view = reg.view(active=[driver("driver-2"), driver("driver-3")], apps=[app(), app()])
     assert (view.driver_id, view.standby) == ("driver-2", "driver-3 armed")
     view = reg.view(active=[driver("driver-2")], apps=[app()])
