@@ -140,17 +140,17 @@ class JobRegistry:
     ) -> str | None:  # fmt: skip
         """A hot job's live standby driver: ``armed`` once it wrote its file, else
         ``starting`` (it waits for the running driver, then builds and warms up)."""
-        ids = self.standby_drivers(name, submitted, active) - {primary}
+        doc = read_json(self.layout.hot_standby_file(name)) or {}
+        ids = self.standby_drivers(name, submitted, active, doc) - {primary}
         if not ids:
             return None
-        doc = read_json(self.layout.hot_standby_file(name)) or {}
         armed = doc.get("driver_id") if doc.get("armed_at") else None
         chosen = armed if armed in ids else sorted(ids)[-1]
         return f"{chosen} {'armed' if chosen == armed else 'starting'}"
 
     def standby_drivers(
         self, name: str, submitted: list[dict[str, Any]] | None = None,
-        active: list[DriverInfo] | None = None,
+        active: list[DriverInfo] | None = None, hot: dict[str, Any] | None = None,
     ) -> set[str]:  # fmt: skip
         """Live drivers of ``name`` that are hot standbys: submitted as one, or armed as one
         (a relaunched driver whose standby took the job over stands by in its turn)."""
@@ -159,9 +159,10 @@ class JobRegistry:
         if active is None:
             active = self.client.active_drivers()
         ids = {s["driver_id"] for s in submitted if s.get("hot_standby") and s.get("driver_id")}
-        armed = (read_json(self.layout.hot_standby_file(name)) or {}).get("driver_id")
-        if armed:
-            ids.add(str(armed))
+        if hot is None:
+            hot = read_json(self.layout.hot_standby_file(name)) or {}
+        if hot.get("driver_id"):
+            ids.add(str(hot["driver_id"]))
         return {d.id for d in active if d.id in ids and d.state in LIVE_DRIVER_STATES}
 
     def driver_live(self, driver_id: str) -> bool:
