@@ -8,10 +8,14 @@ fleetsim-beta runs as a real process on its own data directory (a durable log):
    executors): the driver is relaunched on the other worker and every stage commits again;
 3. the master is killed: the job commits on, health says it runs on without the master, and
    the master, started again, knows the driver again (its FILESYSTEM recovery);
-4. beta stopped and started again on its data directory: it keeps its stream and sequence and
+4. the job's PostgreSQL store unreachable for 30 s (a proxy between the job and the server
+   breaks every connection and refuses new ones): the batches wait and retry, the job stays up,
+   and every stage commits again once the store is back;
+5. beta stopped and started again on its data directory: it keeps its stream and sequence and
    the job reads on where it left off; the sinks then equal the batch recomputation over
-   every record both simulators emitted (0 lost, 0 duplicated, 0 different);
-5. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
+   every record both simulators emitted (0 lost, 0 duplicated, 0 different: nothing the
+   store outage interrupted was lost or applied twice);
+6. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
    the positions, the driver is not relaunched in a loop, and health fails naming it.
 """
 
@@ -21,13 +25,16 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 from support.beta_process import BetaProcess
 from support.faults import kill_node_of, next_batches
 from support.integration import ClusterHandle, describe_job, wait_until
+from support.postgres import throwaway_database
+from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
@@ -51,6 +58,7 @@ SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.ya
 JOB = "fleet-faults"
 RATE = 30.0
 FREEZE_S = 25
+STORE_DOWN_S = 30
 STAGES = {"vehicles", "vehicle-stats-1m"}
 
 
@@ -71,9 +79,32 @@ def committed(cluster: ClusterHandle) -> dict[str, dict[str, object]]:
     return out
 
 
+@pytest.fixture
+def store_proxy() -> Iterator[tuple[str, TcpProxy]]:
+    """A fresh PostgreSQL database reached through a proxy the test can cut: its URL through
+    the proxy, and the proxy."""
+    with throwaway_database("streamops_faults") as url:
+        real = make_url(url)
+        proxy = TcpProxy((real.host or "127.0.0.1", real.port or 5432))
+        proxy.start()
+        through = real.set(host="127.0.0.1", port=proxy.port)
+        through_url = through.render_as_string(hide_password=False)
+        try:
+            yield through_url, proxy
+        finally:
+            proxy.cut()
+            engine = store._engines.pop(through_url, None)
+            if engine is not None:
+                engine.dispose()
+
+
 def test_faults_from_outside(
-    spark_cluster: ClusterHandle, tmp_path: Path, free_port: Callable[[], int]
+    spark_cluster: ClusterHandle,
+    tmp_path: Path,
+    free_port: Callable[[], int],
+    store_proxy: tuple[str, TcpProxy],
 ) -> None:
+    store_url, proxy = store_proxy
     cluster, registry = spark_cluster, spark_cluster.registry
     alpha_dir = tmp_path / "alpha"
     alpha = AlphaSimulator(
@@ -86,7 +117,7 @@ def test_faults_from_outside(
     spec = base.model_copy(update={
         "name": JOB, "trigger_interval": "1 second",
         "args": {**base.args, "alpha_dir": str(alpha_dir), "beta_url": beta.url,
-                 "store_url": f"sqlite:///{tmp_path / 'fleet.db'}"},
+                 "store_url": store_url},
     })  # fmt: skip
     describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
     beta.start()
@@ -150,7 +181,23 @@ def test_faults_from_outside(
         assert known
         print(f"master kill: known again {time.time() - killed_at:.1f}s after it")
 
-        # 4. beta stopped and started again on its log: same stream, the sequence goes on
+        # 4. the store unreachable for 30 s: the batches wait and retry, the job stays up
+        proxy.cut()
+        cut_at = time.time()
+        time.sleep(STORE_DOWN_S)
+        view = registry.view(JOB)
+        assert view.is_live and view.state == "RUNNING", describe()
+        proxy.restore()
+        back_at = time.time()
+        recovered = wait_until(lambda: next_batches(cluster, JOB, back_at, STAGES), 60,
+                               "every stage to commit once the store is back",
+                               describe=describe)  # fmt: skip
+        print(
+            f"store down {back_at - cut_at:.0f}s: every stage committed {recovered:.1f}s "
+            "after it came back"
+        )
+
+        # 5. beta stopped and started again on its log: same stream, the sequence goes on
         beta.stop()
         last_before = max(r.sequence for r in read_journal(tmp_path / "beta.jsonl"))
         beta.start(max_pings=int(RATE * 10))
@@ -173,13 +220,14 @@ def test_faults_from_outside(
         for result in (
             compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles)),
             compare_windows(tumbling_windows(good), store.read_table(engine, store.vehicle_stats)),
-            compare_quarantine([r for r in records if r.malformed],
-                               store.read_table(engine, store.quarantine)),  # fmt: skip
+            compare_quarantine(
+                [r for r in records if r.malformed], store.read_table(engine, store.quarantine)
+            ),  # fmt: skip
         ):
             assert result.ok, result.summary()
         assert not (registry.view(JOB).status["sources_state"]["fleetsim-beta"].get("losses"))
 
-        # 5. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
+        # 6. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
         beta.stop()
         shutil.rmtree(beta.data_dir)
         beta.start(max_pings=50)

@@ -221,6 +221,11 @@ class MasterClient:
         try:
             payload = response.json()
         except ValueError as exc:
+            if response.status_code in (404, 503):  # a Spark UI whose pages are not yet up
+                raise ClusterNotRunning(
+                    f"{url} answered HTTP {response.status_code} without JSON: the master "
+                    "is still starting, or another program uses its port"
+                ) from exc
             raise ClusterError(
                 f"{url} answered HTTP {response.status_code} without JSON: is another program "
                 f"using the master's port? ({response.text[:200]!r})"
