@@ -23,8 +23,12 @@ from pathlib import Path
 from typing import Any
 
 BACKOFF_FIRST_S = 1.0
-BACKOFF_MAX_S = 15.0
-"""A degraded source asks again after 1, 2, 4, 8, 15, 15, ... seconds."""
+BACKOFF_MAX_S = 5.0
+"""A degraded source asks again after 1, 2, 4, 5, 5, ... seconds. The trade-off: an upstream
+that hangs (rather than refuses) holds the trigger of each stage reading it for the probe's
+timeout (beta's ``head_timeout``, 2 s) once per interval, delaying the other sources' records
+that long; a longer cap delays the return of a recovered upstream instead (with 15 s, beta
+was read again 15.8 s after a 30 s freeze ended; ``tests/perf/bench_failover.py``)."""
 
 EVENT_KINDS = ("losses", "late_files", "changed_files")
 """What a source records for health and status: losses it accepted (``restart_from_earliest``),

@@ -10,7 +10,11 @@ before each:
 - ``executor``: kill -9 of one executor JVM of the job;
 - ``driver``: kill -9 of the driver's JVM alone (its Python child with it);
 - ``master``: kill -9 of the master; the job must go on committing meanwhile; the master is
-  started again and the recovery is when it knows the driver again (FILESYSTEM recovery).
+  started again and the recovery is when it knows the driver again (FILESYSTEM recovery);
+- ``stall``: fleetsim-beta (a process of its own) frozen with SIGSTOP for ``--stall``
+  seconds: detected when the job reports the source degraded; the job must go on committing
+  (alpha flows) and the figure is the longest pause of any stage meanwhile; recovered when
+  beta's next records are committed after the thaw.
 
 With ``--standby hot`` the job runs with a hot standby (``standby: hot``) on a cluster of three
 workers (its cores), armed on another worker than the driver before each fault; the new
@@ -21,7 +25,7 @@ driver relaunched; for an executor, the job's stages go on) and the recovery: se
 the kill to every stage's next committed batch. At the end the simulators stop, the job
 catches up and the sinks are compared with the batch recomputation: lost / extra / different.
 
-    .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,executor,driver,master
+    .venv/bin/python tests/perf/bench_failover.py --faults node,executor,driver,master,stall
     .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,driver --standby hot
 """
 
@@ -37,7 +41,8 @@ import time
 from pathlib import Path
 
 from bench_upgrade import wait_caught_up
-from harness import bench_cluster, discard, fleet_spec
+from harness import bench_cluster, discard, fleet_spec, free_port
+from support.beta_process import BetaProcess
 
 from spark_jobs.sinks import store
 from streamops.class_training import train_class_archives
@@ -47,7 +52,7 @@ from streamops.cluster.local import LocalCluster
 from streamops.jobs import JobRegistry
 from streamops.layout import read_json
 from streamops.settings import Settings
-from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
+from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
 from streamops.submit import submit_hot_standby, submit_job
@@ -123,6 +128,51 @@ def taken_over(settings: Settings, t0: float, old_driver: str | None) -> float:
             return time.time() - t0
         time.sleep(0.05)
     return float("nan")
+
+
+def beta_state(settings: Settings) -> str:
+    status = read_json(settings.layout.status_file(JOB)) or {}
+    return str(((status.get("sources_state") or {}).get("fleetsim-beta") or {}).get("state"))
+
+
+def beta_committed(settings: Settings) -> int:
+    """The lowest beta sequence every stage has committed (from the status)."""
+    seqs = [
+        int((src.get("end_offset") or {}).get("sequence") or 0)
+        for st in JobRegistry(settings).view(JOB).stages.values()
+        for src in st.get("sources") or []
+        if "sequence" in (src.get("end_offset") or {})
+    ]
+    return min(seqs) if seqs else 0
+
+
+def stall(settings: Settings, beta: BetaProcess, seconds: float, stages: set[str]) -> str:
+    """Freeze beta for ``seconds``: when the job said so, the longest pause of any stage
+    meanwhile, and when beta's new records were committed after the thaw."""
+    t0 = time.time()
+    beta.freeze()
+    detected = float("nan")
+    while time.time() - t0 < seconds:
+        if detected != detected and beta_state(settings) == "degraded":
+            detected = time.time() - t0
+        time.sleep(0.1)
+    gaps: dict[str, list[float]] = {stage: [] for stage in stages}
+    for line in settings.layout.status_history(JOB).read_text().splitlines():
+        rec = json.loads(line)
+        if float(rec.get("last_batch_at") or 0) >= t0:
+            gaps.setdefault(rec["stage"], []).append(float(rec["last_batch_at"]))
+    now = time.time()
+    pause = max(b - a for ts in gaps.values() for a, b in zip([t0, *ts], [*ts, now], strict=True))
+    seen = beta_committed(settings)
+    thawed = time.time()
+    beta.thaw()
+    deadline = time.monotonic() + 120
+    while beta_committed(settings) <= seen and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return (
+        f"{'stall':9s} detected {detected:5.1f} s  longest pause of a stage while frozen "
+        f"{pause:4.1f} s  beta read again {time.time() - thawed:4.1f} s after the thaw"
+    )
 
 
 def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]) -> str:
@@ -206,13 +256,16 @@ def main() -> None:
     ap.add_argument("--faults", default="node,executor,driver")
     ap.add_argument("--settle", type=float, default=20.0, help="steady seconds before a fault")
     ap.add_argument("--standby", choices=("none", "hot"), default="none")
+    ap.add_argument("--stall", type=float, default=30.0, help="seconds beta stays frozen")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     workers = 3 if args.standby == "hot" else 2
     root, settings, cluster = bench_cluster("bench-failover-", "3g", workers=workers)
     work = root / "work"
     alpha = AlphaSimulator(work / "alpha", seed=5, rate=args.rate, journal=work / "a.jsonl")
-    beta = BetaSimulator(port=0, seed=6, rate=args.rate, journal=work / "b.jsonl")
+    work.mkdir(parents=True)
+    beta = BetaProcess(free_port(), work / "beta-log", work / "b.jsonl", work / "beta.log",
+                       seed=6, vehicles=100, rate=args.rate, malformed_every=0)  # fmt: skip
     url = f"sqlite:///{work / 'fleet.db'}"
     lines = []
     try:
@@ -234,13 +287,15 @@ def main() -> None:
                     print(f"          a new standby armed {armed - since:.1f} s after the fault")
             time.sleep(args.settle)
             since = time.time()
-            line = fault(cluster, settings, kind.strip(), stages)
+            line = (stall(settings, beta, args.stall, stages) if kind.strip() == "stall"
+                    else fault(cluster, settings, kind.strip(), stages))  # fmt: skip
             print(line, flush=True)
             lines.append(line)
         time.sleep(5)
         alpha.stop()
-        beta.finish()
-        wait_caught_up(JobRegistry(settings), JOB, work / "alpha", beta.emitted)
+        beta.stop()  # generation ends; started again on its log, it serves what it emitted
+        beta.start(max_pings=0)
+        wait_caught_up(JobRegistry(settings), JOB, work / "alpha", int(beta.head()["last"]))
         good = valid_pings(read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl"))
         engine = store.engine_for(url)
         veh = compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles))
@@ -260,8 +315,10 @@ def main() -> None:
         finally:
             cluster.stop()
             discard(Path(root))
-    print(f"\nfailover benchmark ({args.rate:.0f} pings/s per source, trigger 1 s, {workers} "
-          f"workers, standby {args.standby}):")
+    print(
+        f"\nfailover benchmark ({args.rate:.0f} pings/s per source, trigger 1 s, {workers} "
+        f"workers, standby {args.standby}):"
+    )
     print("\n".join(lines))
 
 

@@ -10,6 +10,8 @@ days, so figures of different days compare only beside it.
 Jobs that exist only for a benchmark live in ``tests/perf/jobs/``, not in the product's
 ``spark_jobs`` package: :func:`use_bench_jobs` puts that folder on ``PYTHONPATH`` before the
 benchmark's cluster starts, and a spec names such a job by its module (``bench_state``).
+The tests' ``support`` package (e.g. fleetsim-beta as a process a benchmark can freeze) is
+importable too.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 
 JOBS_DIR = Path(__file__).resolve().parent / "jobs"
+if str(JOBS_DIR.parents[1]) not in sys.path:  # the tests' ``support`` package (simulator processes)
+    sys.path.append(str(JOBS_DIR.parents[1]))
 
 
 def use_bench_jobs() -> None:
