@@ -9,8 +9,9 @@ Restart a job by hand, in one of two modes:
   resubmit the same spec → wait healthy. Its stages resume from their own checkpoints; the
   sinks are keyed, so a replayed batch changes nothing.
 
-"The same spec" is the spec of the job's last submission. Intent is recorded in
-`jobs/<job>/restart.json` before each destructive step.
+"The same spec" is the spec of the job's last submission. Each task runs (or polls) one step
+of the ops library's procedure, whose intent `jobs/<job>/restart.json` is recorded before
+each destructive step: a retried task resumes, it never cancels or submits twice.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def restart_job() -> None:
     @task.branch
     def choose(ctx: dict) -> str:
         if ctx["mode"] == "savepoint":
-            return "savepoint_with_cancel.request"
+            return "savepoint_with_cancel.begin"
         return "stop"
 
     @task(retries=0)
@@ -84,10 +85,10 @@ def restart_job() -> None:
     ctx = validate()
     branch = choose(ctx)
 
-    graceful = savepoint_with_cancel(ctx, procedure="restart")
+    graceful = savepoint_with_cancel(ctx)
     started = start_same_version(ctx)
     branch >> graceful >> started
-    verify(ctx, started, procedure="restart")
+    verify(ctx, started)
 
     resubmitted = resubmit(ctx)
     branch >> stop(ctx) >> resubmitted

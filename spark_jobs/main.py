@@ -18,8 +18,9 @@ import time
 from pyspark.sql import SparkSession
 
 from spark_jobs.forkserver import server as forkserver
-from spark_jobs.runtime import hot_standby, standby
-from spark_jobs.runtime.context import JobContext, short_error
+from spark_jobs.runtime import hot_standby, standby, supervision
+from spark_jobs.runtime.context import JobContext
+from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
 from streamops import lease
 from streamops.layout import StateLayout
@@ -138,7 +139,7 @@ def run(
         spec.name, spec.version, ident.get("driver_id"), ident.get("app_id"),
     )  # fmt: skip
     try:
-        ctx.run()
+        supervision.run(ctx, ctx.gate)
     except lease.Fenced as exc:
         log.error("%s", exc)
         return 0  # exit cleanly: a duplicate must not be relaunched by --supervise

@@ -3,11 +3,12 @@
 Steps, each one function (one task of the ``cluster_restart`` DAG), all through the agents::
 
     begin(release)      record the intent: from/to release, running jobs, running workers
-    savepoint_jobs      savepoint every recorded job with cancel
+    savepoint_jobs      savepoint every recorded job with cancel (the first steps of
+                        :mod:`streamops.savepoint_restart`, whose intent is the job's own)
     stop_cluster        stop the workers, then the master
     switch_release      make the new release active on every node
     start_cluster       start the master, then the recorded workers
-    restore_jobs        start every job (its last submitted spec) from its savepoint
+    restore_jobs        start every job (its spec when saved) from its savepoint
     verify_healthy      wait until every job is healthy on the new release → done
     rollback(reason)    on failure: stop, switch back, start, restore from the same savepoints
 
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from streamops import savepoint_restart as procedure
 from streamops.agent.registry import Agents
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
@@ -33,7 +35,6 @@ from streamops.jobs import JobRegistry, current_spec
 from streamops.layout import read_json, write_json_atomic
 from streamops.releases import ReleaseStore
 from streamops.restore import start_from_savepoint
-from streamops.savepoint_taking import savepoint_job
 from streamops.savepoints import get_savepoint
 from streamops.scale import running_workers
 from streamops.settings import Settings
@@ -41,6 +42,7 @@ from streamops.settings import Settings
 log = logging.getLogger("streamops.cluster_restart")
 
 OPERATION = "cluster-restart"
+OWNER = "cluster-restart"  # of the jobs' own restart intents (jobs/<job>/restart.json)
 FINISHED = ("done", "rolled-back")
 
 
@@ -109,7 +111,9 @@ def begin(settings: Settings, release: str) -> RestartIntent:
 
 
 def savepoint_jobs(settings: Settings, jobs: list[str] | None = None) -> dict[str, str]:
-    """Savepoint every recorded job (or ``jobs``) with cancel, skipping those already saved."""
+    """Savepoint every recorded job (or ``jobs``) with cancel, skipping those already saved:
+    the savepoint steps of the job's restart from a savepoint, which resume on a retry (a
+    request already sent is waited for, never sent twice)."""
     intent = _current(settings)
     for job, name in intent.savepoints.items():
         if jobs is not None and job not in jobs:
@@ -118,21 +122,12 @@ def savepoint_jobs(settings: Settings, jobs: list[str] | None = None) -> dict[st
             log.info("job %s already saved to %s", job, name)
             continue
         _save(settings, intent, "savepointing", job=job, savepoint=name)
-        if not JobRegistry(settings).view(job).is_live and _exists(settings, job, name):
-            log.info("job %s is stopped and savepoint %s exists; not saving again", job, name)
-        else:
-            savepoint_job(settings, job, name, cancel=True)
+        procedure.begin(settings, job, OWNER, savepoint=name, purpose=OPERATION,
+                        watch_driver=False)  # fmt: skip
+        procedure.run_steps(settings, job, OWNER, procedure.SAVEPOINT_STEPS)
         intent.saved.append(job)
         _save(settings, intent, "saved", job=job, savepoint=name)
     return intent.savepoints
-
-
-def _exists(settings: Settings, job: str, name: str) -> bool:
-    try:
-        get_savepoint(settings.layout, name, job=job)
-    except StreamopsError:
-        return False
-    return True
 
 
 def stop_cluster(settings: Settings) -> None:
@@ -185,7 +180,11 @@ def start_cluster(settings: Settings) -> None:
     _save(settings, intent, "started")
 
 
-def _restore(settings: Settings, intent: RestartIntent, jobs: list[str] | None = None) -> None:
+def restore_jobs(settings: Settings, jobs: list[str] | None = None) -> None:
+    """Submit every saved job (or ``jobs``) from its savepoint, once: a retried step skips
+    the jobs already restored (the job's restart intent knows the driver it submitted)."""
+    intent = _current(settings)
+    _save(settings, intent, "restoring")
     registry = JobRegistry(settings)
     for job, name in intent.savepoints.items():
         if job not in intent.saved or (jobs is not None and job not in jobs):
@@ -193,20 +192,21 @@ def _restore(settings: Settings, intent: RestartIntent, jobs: list[str] | None =
         if job in intent.restored or registry.view(job).is_live:
             log.info("job %s is already restored", job)
             continue
-        spec = current_spec(settings, job)
-        stages = list(get_savepoint(settings.layout, name, job=job).stages)
-        start_from_savepoint(spec, settings, name, stages, wait_healthy=None)
+        procedure.start_from_savepoint(settings, job, OWNER)
         intent.restored.append(job)
         _save(settings, intent, intent.phase, restored=job, savepoint=name)
-
-
-def restore_jobs(settings: Settings, jobs: list[str] | None = None) -> None:
-    """Submit every saved job (or ``jobs``) from its savepoint, once: a retried step skips
-    the jobs already restored."""
-    intent = _current(settings)
-    _save(settings, intent, "restoring")
-    _restore(settings, intent, jobs)
     _save(settings, intent, "restored")
+
+
+def _restore_again(settings: Settings, intent: RestartIntent) -> None:
+    """The rollback: every saved job from the same savepoint (its restart intent is spent)."""
+    for job, name in intent.savepoints.items():
+        if job in intent.saved:
+            stages = list(get_savepoint(settings.layout, name, job=job).stages)
+            start_from_savepoint(current_spec(settings, job), settings, name, stages,
+                                 wait_healthy=None)  # fmt: skip
+            intent.restored.append(job)
+            _save(settings, intent, intent.phase, restored=job, savepoint=name)
 
 
 def record_failure(settings: Settings, reason: str) -> None:
@@ -217,19 +217,26 @@ def record_failure(settings: Settings, reason: str) -> None:
         _save(settings, intent, intent.phase, failure=reason[:2000])
 
 
+def _releases(settings: Settings, intent: RestartIntent) -> dict[str, str]:
+    registry = JobRegistry(settings)
+    return {job: str(registry.view(job).status.get("classpath_release", "unknown"))
+            for job in intent.saved}  # fmt: skip
+
+
 def _wait_healthy(settings: Settings, intent: RestartIntent, timeout: float) -> dict[str, str]:
     registry = JobRegistry(settings)
-    releases = {}
     for job in intent.saved:
-        view = registry.wait_healthy(job, timeout=timeout)
-        releases[job] = str(view.status.get("classpath_release", "unknown"))
-    return releases
+        registry.wait_healthy(job, timeout=timeout)
+    return _releases(settings, intent)
 
 
 def verify_healthy(settings: Settings, timeout: float = 300.0) -> dict[str, str]:
-    """Wait until every restored job is healthy; per job, the release it reports."""
+    """Wait until every restored job is healthy (the last step of its restart from a
+    savepoint); per job, the release it reports."""
     intent = _current(settings)
-    releases = _wait_healthy(settings, intent, timeout)
+    for job in intent.saved:
+        procedure.verify(settings, job, OWNER, timeout=timeout)
+    releases = _releases(settings, intent)
     _save(settings, intent, "done", releases=releases)
     log.info("cluster restart to %s done; jobs healthy with releases %s", intent.release_to,
              releases or "(no jobs)")
@@ -258,7 +265,7 @@ def rollback(settings: Settings, reason: str, timeout: float = 300.0) -> None:
     else:
         log.info("the cluster was not stopped; restoring the saved jobs on it as it is")
     intent.restored = []
-    _restore(settings, intent)
+    _restore_again(settings, intent)
     _wait_healthy(settings, intent, timeout)
     _save(settings, intent, "rolled-back", reason=reason[:2000])
 

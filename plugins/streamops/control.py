@@ -84,18 +84,27 @@ def send_request(
     cancel: bool = False,
     handover: bool = False,
     timeout: float = 120.0,
+    request_id: str | None = None,
 ) -> ControlRequest:
-    """Write a request for the driver of ``job``; it is acted on at the next batch boundary."""
+    """Write a request for the driver of ``job``; it is acted on at the next batch boundary.
+
+    ``request_id`` (from :func:`new_request_id`): an id recorded before the request is sent,
+    so that a sender that died in between sends that request, never a second one."""
     if kind == "savepoint":
         check_name("savepoint", name)
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     request = ControlRequest(
-        id=f"{stamp}-{kind}-{uuid.uuid4().hex[:8]}", kind=kind, created_at=time.time(),
+        id=request_id or new_request_id(kind), kind=kind, created_at=time.time(),
         timeout_s=timeout, name=name, cancel=cancel, handover=handover and cancel,
     )  # fmt: skip
     write_json_atomic(_request_path(layout, job, request.id), asdict(request))
     log.info("sent %s request %s to job %s (timeout %.0fs)", kind, request.id, job, timeout)
     return request
+
+
+def new_request_id(kind: RequestKind) -> str:
+    """A fresh request id (sortable by time: the driver handles requests oldest first)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return f"{stamp}-{kind}-{uuid.uuid4().hex[:8]}"
 
 
 def wait_result(

@@ -1,4 +1,9 @@
-"""Health checks of the cluster and its jobs: observe once, judge each check, keep a history.
+"""Health checks of the cluster and its jobs: gather once, judge each check, keep a history.
+
+:func:`~streamops.health_gather.gather` does all the I/O (the master's JSON, the job
+registry, pid files and worker logs, the sources' probes, the stores) and returns an
+:class:`Observation`, a plain value; every check is then a pure function of it, so a table of
+observations tests them all.
 
 Five groups of checks, each giving ``ok`` / ``warn`` / ``fail`` with a message that names what
 is wrong (``worker worker-2 is DEAD``, ``job fleet-pings: stage vehicles committed no batch
@@ -8,9 +13,10 @@ for 312 s (limit 120 s)``):
 - ``jobs``     — every declared job runs (declared = its last submission was not followed by
   a cancel or a deliberate stop); a FAILED status with its error;
 - ``progress`` — per stage: age of the last committed batch, processed vs input rate;
-- ``sources``  — per source (:mod:`streamops.health_sources`): a reset, replaced or truncated
-  upstream (fail, naming both positions), a degraded source (warn, then fail), losses and
-  late files the sources counted, and the backlog;
+- ``sources``  — per source (:mod:`streamops.health_sources`, probed by
+  :mod:`streamops.source_probes`): a reset, replaced or truncated upstream (fail, naming both
+  positions), a degraded source (warn, then fail), losses and late files the sources
+  counted, and the backlog;
 - ``sinks``    — the newest ``updated_at`` written to the job's store.
 
 Results, reports, thresholds and the history (``<state>/health/history.jsonl``) are in
@@ -20,33 +26,28 @@ Results, reports, thresholds and the history (``<state>/health/history.jsonl``) 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from streamops.cluster import daemons
-from streamops.cluster.client import MasterClient, WorkerInfo
-from streamops.cluster.profile import ClusterProfile
-from streamops.cluster.status import build_status
-from streamops.exceptions import ClusterNotRunning, StreamopsError, Unhealthy
+from streamops.cluster.client import WorkerInfo
+from streamops.exceptions import StreamopsError
+from streamops.health_gather import GROUPS, declared_jobs, gather, newest_write
 from streamops.health_report import (
     CheckResult,
     HealthReport,
     Level,
     Observation,
+    SinkSeen,
     Thresholds,
+    WorkersSeen,
     read_history,
     record,
 )
-from streamops.health_sources import check_sources, committed_positions, spec_args
+from streamops.health_sources import check_sources
 from streamops.job_view import JobView
-from streamops.jobs import JobRegistry, read_submissions
-from streamops.layout import StateLayout, read_json
 from streamops.settings import Settings
 
 log = logging.getLogger("streamops.health")
-
-GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
 
 __all__ = [
     "GROUPS",
@@ -56,54 +57,13 @@ __all__ = [
     "Observation",
     "Thresholds",
     "declared_jobs",
-    "observe",
+    "gather",
+    "newest_write",
     "check_sources",
-    "committed_positions",
     "read_history",
     "record",
     "run_checks",
 ]
-
-
-# --- observation ------------------------------------------------------------------------
-def declared_jobs(layout: StateLayout) -> list[str]:
-    """Jobs that should be running: submitted, not cancelled nor deliberately stopped since."""
-    out = []
-    for name in layout.known_jobs():
-        events = [
-            s
-            for s in read_submissions(layout.submissions_file(name))
-            if s.get("event") in ("submitted", "cancelled")
-        ]
-        if not events or events[-1]["event"] != "submitted":
-            continue
-        status = read_json(layout.status_file(name)) or {}
-        stopped = status.get("stopped_by") and float(status.get("stopped_at") or 0) >= float(
-            events[-1].get("at") or 0
-        )
-        if not stopped:
-            out.append(name)
-    return out
-
-
-def observe(
-    settings: Settings, thresholds: Thresholds, jobs: Sequence[str] | None = None
-) -> Observation:
-    """Read the master once and the view of every job to check (default: the declared ones)."""
-    client = MasterClient(settings)
-    try:
-        master: dict[str, Any] | None = client.state()
-    except ClusterNotRunning:
-        master = None
-    names = list(jobs) if jobs else declared_jobs(settings.layout)
-    obs = Observation(settings, thresholds, master, names)
-    registry = JobRegistry(settings, client)
-    known = set(registry.names())
-    if master is not None:
-        obs.views = {v.name: v for v in registry.list() if v.name in names and v.name in known}
-    else:  # the jobs may well run on: judge them from the state root (lease, status)
-        obs.views = {n: registry.view_from_state(n) for n in names if n in known}
-    return obs
 
 
 # --- checks -----------------------------------------------------------------------------
@@ -127,52 +87,35 @@ def check_cluster(obs: Observation) -> list[CheckResult]:
 
 def _check_workers(obs: Observation) -> CheckResult:
     assert obs.master is not None
-    layout = obs.settings.layout
-    expected = obs.thresholds.expected_workers
-    if expected is None:
-        expected = ClusterProfile.for_config_dir(obs.settings.config_dir).workers
-    records = {
-        n: r
-        for n in daemons.pid_file_names(layout)
-        if (r := daemons.read_pid_file(layout, n)) is not None
-    }
-    status = build_status(obs.settings, records, obs.master)
+    seen = obs.workers or WorkersSeen(obs.thresholds.expected_workers or 0)  # none gathered
     entries = [WorkerInfo.from_json(w) for w in obs.master.get("workers") or []]
     alive = [w for w in entries if w.state == "ALIVE"]
     problems = [
         f"worker {w.name} is {'not registered with the master' if w.id is None else w.state}"
-        for w in status.workers
+        for w in seen.workers
         if w.name and w.state != "ALIVE"
     ]
-    if len(alive) < expected:
-        reported = {w.name for w in status.workers if w.name}
-        problems += [f"worker {name} is DEAD" for name in _dead_workers(layout, entries, reported)]
-        problems.append(f"{len(alive)} of {expected} expected workers ALIVE")
+    if len(alive) < seen.expected:
+        reported = {w.name for w in seen.workers if w.name}
+        dead = _dead_workers(seen.log_names, entries, reported)
+        problems += [f"worker {name} is DEAD" for name in dead]
+        problems.append(f"{len(alive)} of {seen.expected} expected workers ALIVE")
     if problems:
         return CheckResult("cluster", "workers", Level.FAIL, "; ".join(problems))
     return CheckResult(
-        "cluster", "workers", Level.OK, f"{len(alive)} workers ALIVE (expected {expected})"
+        "cluster", "workers", Level.OK, f"{len(alive)} workers ALIVE (expected {seen.expected})"
     )
 
 
-_WORKER_START = re.compile(r"Starting Spark worker (\S+):(\d+) with")
-_LOG_TAIL = 8 * 1024 * 1024
-
-
-def _dead_workers(layout: StateLayout, entries: list[WorkerInfo], skip: set[str]) -> list[str]:
+def _dead_workers(
+    log_names: dict[str, str], entries: list[WorkerInfo], skip: set[str]
+) -> list[str]:
     """Names of the master's DEAD workers not replaced since: the local name when a worker
     log of this state root started at that address (``worker-2``), else ``host:port``."""
-    names: dict[tuple[str, int], str] = {}
-    for log_file in sorted(layout.logs_dir.glob("worker*.log")):
-        with open(log_file, "rb") as fh:
-            fh.seek(max(0, log_file.stat().st_size - _LOG_TAIL))
-            text = fh.read().decode(errors="replace")
-        for m in _WORKER_START.finditer(text):
-            names[(m.group(1), int(m.group(2)))] = log_file.stem
-    alive = {names.get((w.host, w.port)) for w in entries if w.state == "ALIVE"}
+    alive = {log_names.get(f"{w.host}:{w.port}") for w in entries if w.state == "ALIVE"}
     out: list[str] = []
     for w in sorted(entries, key=lambda e: e.id, reverse=True):
-        name = names.get((w.host, w.port), f"{w.host}:{w.port}")
+        name = log_names.get(f"{w.host}:{w.port}", f"{w.host}:{w.port}")
         if w.state == "DEAD" and name not in alive | skip and name not in out:
             out.append(name)
     return out[:5]
@@ -288,18 +231,18 @@ def check_sinks(obs: Observation) -> list[CheckResult]:
 
 def _check_sink(obs: Observation, view: JobView) -> CheckResult:
     name, limit = f"{view.name}/store", obs.thresholds.max_sink_age
-    args = spec_args(obs.settings, view.name)
-    if args is None:
+    seen = obs.sinks.get(view.name) or SinkSeen(declared=False)
+    if not seen.declared:
         return CheckResult("sinks", name, Level.WARN, f"job {view.name}: no recorded spec")
-    url = args.get("store_url")
-    if not url:
+    if not seen.store_url:
         return CheckResult("sinks", name, Level.OK, f"job {view.name} declares no store_url")
-    newest = newest_write(str(url))
+    if seen.error:
+        return CheckResult("sinks", name, Level.FAIL, f"sinks check failed: {seen.error}")
     busy = not all(s.get("idle_since") for s in view.stages.values())
-    if newest is None:
+    if seen.newest_write is None:
         level = Level.WARN if busy else Level.OK
         return CheckResult("sinks", name, level, f"job {view.name}: store has no rows yet")
-    age = max(0.0, obs.now - newest)
+    age = max(0.0, obs.now - seen.newest_write)
     if age > limit and busy:
         return CheckResult(
             "sinks",
@@ -311,29 +254,6 @@ def _check_sink(obs: Observation, view: JobView) -> CheckResult:
     return CheckResult(
         "sinks", name, Level.OK, f"job {view.name}: store last written {age:.0f} s ago"
     )
-
-
-def newest_write(url: str) -> float | None:
-    """The newest ``updated_at`` over the store's tables that have one (``None``: no rows)."""
-    from sqlalchemy import MetaData, create_engine, func, select
-    from sqlalchemy.exc import SQLAlchemyError
-
-    engine = create_engine(url)
-    try:
-        meta = MetaData()
-        meta.reflect(engine)
-        with engine.connect() as conn:
-            times = [
-                conn.execute(select(func.max(t.c.updated_at))).scalar()
-                for t in meta.tables.values()
-                if "updated_at" in t.c
-            ]
-    except SQLAlchemyError as exc:
-        raise Unhealthy(f"cannot read the store {engine.url!r}: {exc}") from exc
-    finally:
-        engine.dispose()
-    found = [float(t) for t in times if t is not None]
-    return max(found) if found else None
 
 
 CHECKS: dict[str, Callable[[Observation], list[CheckResult]]] = {
@@ -352,12 +272,15 @@ def run_checks(
     jobs: Sequence[str] | None = None,
     groups: Iterable[str] = GROUPS,
 ) -> HealthReport:
-    """Observe once, run the checks of ``groups``; an error of a check is a failed check."""
-    obs = observe(settings, thresholds or Thresholds(), jobs)
-    results: list[CheckResult] = []
+    """Gather once, then run the checks of ``groups`` (pure: no I/O); an error of a check is
+    a failed check."""
+    groups = list(groups)
     for group in groups:
         if group not in CHECKS:
             raise StreamopsError(f"unknown health check group {group!r}; known: {GROUPS}")
+    obs = gather(settings, thresholds or Thresholds(), jobs, groups)
+    results: list[CheckResult] = []
+    for group in groups:
         try:
             results.extend(CHECKS[group](obs))
         except StreamopsError as exc:

@@ -18,10 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from streamops.cluster.status import WorkerStatus
 from streamops.exceptions import Unhealthy
 from streamops.job_view import JobView
 from streamops.layout import StateLayout, append_jsonl
 from streamops.settings import Settings
+from streamops.source_probes import SourceProbe
 
 
 class Level(StrEnum):
@@ -163,9 +165,30 @@ def read_history(layout: StateLayout, last: int = 20) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class WorkersSeen:
+    """What the workers check reads: the expected count, this state root's workers joined
+    with the master's entries, and the names its worker logs give to addresses."""
+
+    expected: int
+    workers: tuple[WorkerStatus, ...] = ()
+    log_names: dict[str, str] = field(default_factory=dict)  # "host:port" -> worker name
+
+
+@dataclass(frozen=True)
+class SinkSeen:
+    """What the sinks check reads of one job's store."""
+
+    declared: bool  # a spec is recorded
+    store_url: str | None = None
+    newest_write: float | None = None  # the newest ``updated_at`` (None: no rows)
+    error: str | None = None  # the store could not be read
+
+
 @dataclass
 class Observation:
-    """What the checks look at, read once: the master's JSON and the declared jobs' views."""
+    """Everything the checks look at, gathered once (:func:`streamops.health.gather`) before
+    any of them judges: a plain value, so every check is a pure function of it."""
 
     settings: Settings
     thresholds: Thresholds
@@ -174,6 +197,9 @@ class Observation:
     views: dict[str, JobView] = field(default_factory=dict)
     now: float = field(default_factory=time.time)
     http_timeout: float = 5.0
+    workers: WorkersSeen | None = None  # gathered for the cluster group
+    sources: dict[str, dict[str, SourceProbe]] = field(default_factory=dict)  # job -> source
+    sinks: dict[str, SinkSeen] = field(default_factory=dict)  # job -> its store
 
     @property
     def live_views(self) -> list[JobView]:

@@ -9,13 +9,48 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.layout import read_json, write_json_atomic
 from streamops.settings import Settings
 
 log = logging.getLogger("streamops.intents")
+
+
+class StepIntent(Protocol):
+    """A typed intent whose steps resume (``UpgradeIntent``, ``SavepointRestart``)."""
+
+    owner: str
+    phase: str
+    done: list[str]
+
+    @property
+    def finished(self) -> bool: ...
+
+
+Intent = TypeVar("Intent", bound=StepIntent)
+
+
+def resume_step(
+    intent: Intent | None, job: str, owner: str, step: str, *, procedure: str, first: str,
+    error: type[Exception],
+) -> tuple[Intent, bool]:  # fmt: skip
+    """``owner``'s ``procedure`` of ``job`` in progress, and whether ``step`` is still to do
+    (done by a previous attempt: not again); raises ``error`` when there is none, it is
+    another owner's, or it is finished (``first``: the step that records one)."""
+    if intent is None:
+        raise error(f"no {procedure} of {job} in progress; {first} one first")
+    if intent.owner != owner:
+        raise error(f"the {procedure} of {job} (phase {intent.phase}) is {intent.owner}'s, not "
+                    f"{owner}'s")  # fmt: skip
+    if step in intent.done:
+        log.info("%s of %s: %s was done by a previous attempt", procedure, job,
+                 step.replace("_", " "))  # fmt: skip
+        return intent, False
+    if intent.finished:
+        raise error(f"the {procedure} of {job} is {intent.phase}; {first} another one")
+    return intent, True
 
 
 def record_intent(

@@ -43,6 +43,15 @@ def current_spec(settings: Settings, job: str) -> JobSpec:
     return spec_from_dict(chosen[-1]["spec"], f"last submission of {job}")
 
 
+def spec_args(settings: Settings, job: str) -> dict[str, Any] | None:
+    """The resolved args of the job's last submitted spec; ``None`` if none is recorded."""
+    try:
+        spec = current_spec(settings, job)
+    except StreamopsError:
+        return None
+    return dict(spec.resolved_args(state_root=str(settings.state_root)))
+
+
 def read_submissions(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []

@@ -1,35 +1,38 @@
 """Manual restart of a job, in one of two modes.
 
-- ``savepoint`` (graceful): savepoint with cancel → start the same spec from it → healthy.
-  Nothing is replayed twice and nothing is skipped: the job resumes at the savepoint.
+- ``savepoint`` (graceful): the restart from a fresh savepoint of
+  :mod:`streamops.savepoint_restart` (savepoint with cancel → start the same spec from it →
+  healthy). Nothing is replayed twice and nothing is skipped: the job resumes at the savepoint.
 - ``last-checkpoint`` (for a job too sick to savepoint): cancel it if it still runs (or find
   it dead) → resubmit the same spec; its stages resume from their own checkpoints, which the
   sinks tolerate because every write is keyed (replay changes nothing).
 
 "The same spec" is the spec of the job's last submission. Each destructive step first
-records its intent in ``jobs/<job>/<procedure>.json`` (``restart.json``, ``upgrade.json``)
-so a person, or a retried Airflow task, sees where the procedure stopped and resumes there.
+records its intent in ``jobs/<job>/restart.json``, so a person, or a retried Airflow task,
+sees where the procedure stopped and resumes there.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from streamops import savepoints
+from streamops import savepoint_restart
 from streamops.exceptions import ConfigError, JobError
 from streamops.intents import already_started, record_intent
 from streamops.jobs import JobRegistry, current_spec
-from streamops.restore import start_from_savepoint
-from streamops.savepoint_taking import savepoint_job
+from streamops.savepoint_restart import restart_savepoint_name
 from streamops.settings import Settings
 from streamops.submit import submit_job
 
 log = logging.getLogger("streamops.restart")
 
+__all__ = ["MODES", "RestartOutcome", "check_mode", "restart_job", "restart_savepoint_name",
+           "resubmit", "stop_for_restart"]  # fmt: skip
+
+CLI_OWNER = "cli"
 RestartMode = Literal["savepoint", "last-checkpoint"]
 MODES: tuple[str, ...] = get_args(RestartMode)
 
@@ -39,11 +42,6 @@ def check_mode(mode: str) -> RestartMode:
     if mode not in MODES:
         raise ConfigError(f"restart mode {mode!r} is not one of {', '.join(MODES)}")
     return mode  # type: ignore[return-value]
-
-
-def restart_savepoint_name(job: str) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return re.sub(r"[^a-z0-9._-]", "-", f"{job}-restart-{stamp}".lower())[:63]
 
 
 def stop_for_restart(settings: Settings, job: str) -> str | None:
@@ -76,22 +74,6 @@ def resubmit(
     return submit_job(spec, settings, wait_healthy=wait_healthy)
 
 
-def restart_from_savepoint(
-    settings: Settings, job: str, savepoint: str, *, wait_healthy: float | None = None,
-    owner: str | None = None,
-) -> str:  # fmt: skip
-    """Start the job's last spec from ``savepoint`` (every saved stage restored by name)."""
-    spec = current_spec(settings, job)
-    stages = list(savepoints.get_savepoint(settings.layout, savepoint, job=job).stages)
-    done = already_started(settings, job, "restart", "start-from-savepoint",
-                           savepoint=savepoint, owner=owner)  # fmt: skip
-    if done:
-        return done
-    record_intent(settings, job, "restart", "start-from-savepoint", mode="savepoint",
-                  savepoint=savepoint, version=spec.version, owner=owner)  # fmt: skip
-    return start_from_savepoint(spec, settings, savepoint, stages, wait_healthy=wait_healthy)
-
-
 # --- the whole procedure (the CLI's `streamops restart`) -------------------------------
 @dataclass(frozen=True)
 class RestartOutcome:
@@ -110,24 +92,38 @@ def restart_job(
 ) -> RestartOutcome:  # fmt: skip
     """Restart ``job`` in ``mode`` and wait until it is healthy again."""
     mode = check_mode(mode)
+    if mode == "savepoint":
+        return _from_savepoint(settings, job, savepoint, health_timeout)
     version = current_spec(settings, job).version
     t0 = time.monotonic()
-    name = None
-    if mode == "savepoint":
-        name = savepoint or restart_savepoint_name(job)
-        record_intent(settings, job, "restart", "savepoint-with-cancel", mode=mode, savepoint=name)
-        savepoint_job(settings, job, name, cancel=True)
-    else:
-        stop_for_restart(settings, job)
+    stop_for_restart(settings, job)
     t1 = time.monotonic()
     try:
-        if name is not None:
-            driver = restart_from_savepoint(settings, job, name, wait_healthy=health_timeout)
-        else:
-            driver = resubmit(settings, job, wait_healthy=health_timeout)
+        driver = resubmit(settings, job, wait_healthy=health_timeout)
     except JobError as exc:
-        where = f"savepoint {name} is kept" if name else "its checkpoints are kept"
-        raise JobError(f"restart of {job} ({mode}) failed: {exc}; {where}") from exc
-    record_intent(settings, job, "restart", "done", mode=mode, savepoint=name, driver_id=driver)
-    return RestartOutcome(job, mode, version, driver, name, round(t1 - t0, 2),
+        raise JobError(f"restart of {job} ({mode}) failed: {exc}; its checkpoints are "
+                       "kept") from exc  # fmt: skip
+    record_intent(settings, job, "restart", "done", mode=mode, savepoint=None, driver_id=driver)
+    return RestartOutcome(job, mode, version, driver, None, round(t1 - t0, 2),
                           round(time.monotonic() - t1, 2))  # fmt: skip
+
+
+def _from_savepoint(
+    settings: Settings, job: str, savepoint: str | None, health_timeout: float
+) -> RestartOutcome:
+    intent = savepoint_restart.begin(settings, job, CLI_OWNER, savepoint=savepoint)
+    try:
+        intent = savepoint_restart.run_steps(settings, job, CLI_OWNER,
+                                             health_timeout=health_timeout)  # fmt: skip
+    except JobError as exc:
+        now = savepoint_restart.load_intent(settings, job) or intent
+        if "job_stopped" not in now.done:
+            raise
+        raise JobError(f"restart of {job} (savepoint) failed: {exc}; savepoint "
+                       f"{now.savepoint} is kept") from exc  # fmt: skip
+    times = intent.times
+    return RestartOutcome(
+        job, "savepoint", intent.version, str(intent.new_driver), intent.savepoint,
+        round(times["job_stopped"] - times["begin"], 2),
+        round(times["verify"] - times["job_stopped"], 2),
+    )  # fmt: skip

@@ -1,17 +1,31 @@
 """Taking a savepoint of a running job, and with ``cancel`` stopping it once it is taken.
 
-``savepoint_job`` asks the driver (control protocol) to drain its stages to a batch boundary
-and copy their checkpoints; with ``cancel`` the job stops only after the copy is verified,
-and ``wait_driver_ended`` waits for its process to end. A driver that goes away during the
-savepoint ends the wait with what was kept (a savepoint is published whole or not at all).
-Starting a version from a savepoint is :mod:`streamops.restore`; the savepoint files
-themselves are :mod:`streamops.savepoints`.
+A savepoint (with cancel) is one procedure of three resumable steps over a typed intent,
+:class:`SavepointCancel`, that its owner saves after every step (``save``): the restart from
+a fresh savepoint (:mod:`streamops.savepoint_restart`: the manual restart, the rebalance, the
+cluster restart) and the upgrade (:mod:`streamops.upgrade_steps`) keep it in their own intent;
+``streamops save-snapshot`` keeps it in memory (:func:`savepoint_job`)::
+
+    request    the request id is recorded, then sent: the driver drains its stages to a
+               batch boundary and copies their checkpoints (a retry sends the recorded
+               request if it was never written, waits for it if it stands, and sends a new
+               one only if it failed)
+    answered   the driver's answer: the savepoint is published, and with ``cancel`` the
+               queries are stopped and the lease given up (a poll, or a wait)
+    stopped    with ``cancel``: the driver's process has ended (a poll, or a wait)
+
+A driver that goes away during the savepoint ends the wait with what was kept (a savepoint is
+published whole or not at all). Starting a version from a savepoint is
+:mod:`streamops.restore`; the savepoint files themselves are :mod:`streamops.savepoints`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from streamops import control, savepoints
 from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound, SavepointNotFound
@@ -20,6 +34,154 @@ from streamops.layout import StateLayout
 from streamops.settings import Settings
 
 log = logging.getLogger("streamops.savepoint_taking")
+
+REQUEST_TIMEOUT = 180.0  # the request expires unanswered after this
+STOP_TIMEOUT = 60.0  # the longest wait for a stopped driver's process to end
+
+
+@dataclass
+class SavepointCancel:
+    """A savepoint (with ``cancel``: and the stop) of one job; saved by its owner after
+    every step, so a retried step resumes from it."""
+
+    job: str
+    savepoint: str
+    cancel: bool = True
+    handover: bool = False  # with cancel: the driver idles until the next version runs
+    driver: str | None = None  # the driver asked (its stop is waited for)
+    app_id: str | None = None  # its application: a relaunch under the same id is another run
+    request: str | None = None  # the request's id, recorded before it is sent
+    answer: dict[str, Any] = field(default_factory=dict)  # the answer's detail
+    done: list[str] = field(default_factory=list)  # the steps done
+    times: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SavepointCancel:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def pending(self, step: str, *, after: str) -> bool:
+        """Whether ``step`` is still to do; raises if the step before it is not done."""
+        if step in self.done:
+            return False
+        if after not in self.done:
+            raise JobError(f"job {self.job}: savepoint {self.savepoint}: {step} before {after}")
+        return True
+
+    def mark(self, step: str) -> None:
+        if step not in self.done:
+            self.done.append(step)
+        self.times[step] = time.time()
+
+
+Save = Callable[[SavepointCancel, str], None]
+"""How the owner keeps the intent: ``save(intent, phase)``, after every change."""
+
+
+def _alive(registry: JobRegistry, sp: SavepointCancel) -> bool:
+    """Whether the driver asked still runs: the same application when it was recorded (a
+    driver relaunched by its worker keeps its id), else that driver (an upgrade: a warm
+    standby of the next version is live under the job's name too), else any driver."""
+    if sp.app_id:
+        view = registry.view(sp.job)
+        return view.is_live and view.status.get("app_id") == sp.app_id
+    if sp.driver:
+        return registry.driver_live(sp.driver)
+    return registry.view(sp.job).is_live
+
+
+def request(
+    settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = REQUEST_TIMEOUT
+) -> SavepointCancel:
+    """Ask the job's driver for the savepoint. A recorded request that was never written is
+    sent now under its id; one that is pending or answered ok is waited for (never a second
+    cancel); one that failed is replaced by a new one."""
+    layout = settings.layout
+    if sp.request and request_stands(layout, sp.job, sp.request):
+        if control.read_request(layout, sp.job, sp.request) is not None:
+            if "request" not in sp.done:
+                sp.mark("request")
+                save(sp, "savepoint-requested")
+            return sp
+        log.info("job %s: savepoint request %s was recorded but not sent; sending it", sp.job,
+                 sp.request)  # fmt: skip
+    else:
+        view = JobRegistry(settings).view(sp.job)
+        if sp.driver is None and view.is_live:
+            sp.driver, sp.app_id = view.driver_id, view.status.get("app_id")
+        sp.request, sp.answer = control.new_request_id("savepoint"), {}
+        sp.done = []
+        save(sp, "savepoint-with-cancel" if sp.cancel else "savepoint")
+    request_savepoint(settings, sp.job, sp.savepoint, cancel=sp.cancel, handover=sp.handover,
+                      timeout=timeout, request_id=sp.request)  # fmt: skip
+    sp.mark("request")
+    save(sp, "savepoint-requested")
+    return sp
+
+
+def answered(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = 0.0) -> bool:
+    """Whether the driver answered: the savepoint is published (with ``cancel``: the queries
+    are stopped, the lease given up). ``timeout`` 0: one look (a sensor's poke); else wait
+    for the answer (every 50 ms) until the request expires. Raises on a failed answer, or a
+    driver that went away without one (the request is then withdrawn)."""
+    if not sp.pending("answered", after="request"):
+        return True
+    layout, registry = settings.layout, JobRegistry(settings)
+    sent = control.read_request(layout, sp.job, str(sp.request))
+    if timeout and sent is not None:
+        try:
+            control.wait_result(layout, sp.job, sent, still_alive=lambda: _alive(registry, sp))
+        except (control.DriverGone, ClusterNotRunning, control.ControlTimeout) as exc:
+            control.withdraw(layout, sp.job, sent, str(exc))
+            if isinstance(exc, control.ControlTimeout):
+                raise
+            raise control.DriverGone(
+                _no_savepoint(settings, sp.job, sp.savepoint, exc, sp.driver)
+            ) from exc
+    result = savepoint_answer(layout, sp.job, str(sp.request), live=_alive(registry, sp))
+    if result is None:
+        return False
+    log.info("job %s: savepoint %s taken in %ss (batches %s)", sp.job, sp.savepoint,
+             result.detail.get("duration_s"), result.detail.get("batches"))  # fmt: skip
+    sp.answer = dict(result.detail)
+    sp.mark("answered")
+    save(sp, "savepoint-taken")
+    return True
+
+
+def stopped(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = 0.0) -> bool:
+    """With ``cancel``: whether the driver asked has ended (``timeout`` 0: one look; else wait
+    at most ``timeout``, then raise); after a handover it ends once the next version runs.
+    Without ``cancel`` nothing stops: done at once."""
+    if not sp.pending("stopped", after="answered"):
+        return True
+    if sp.cancel:
+        if timeout:
+            wait_driver_ended(settings, sp.job, sp.driver, timeout)
+        elif _alive(JobRegistry(settings), sp):
+            log.info("savepoint of %s is verified; waiting for the job to stop", sp.job)
+            return False
+        log.info("job %s stopped after savepoint %s", sp.job, sp.savepoint)
+    sp.mark("stopped")
+    save(sp, "job-stopped")
+    return True
+
+
+STEPS = (request, answered, stopped)
+
+
+def run(
+    settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = REQUEST_TIMEOUT,
+    stop_timeout: float = STOP_TIMEOUT,
+) -> SavepointCancel:  # fmt: skip
+    """Every step, waiting for each (a re-run resumes from ``sp``)."""
+    request(settings, sp, save, timeout=timeout)
+    answered(settings, sp, save, timeout=timeout + 60.0)
+    stopped(settings, sp, save, timeout=stop_timeout)
+    return sp
 
 
 def savepoint_job(
@@ -31,39 +193,26 @@ def savepoint_job(
     With ``cancel`` the driver has stopped its queries and given up its lease when this
     returns; ``wait_stopped`` also waits for its process to end. ``handover`` (with
     ``cancel``, an upgrade): the driver is told a new version takes over, and it shuts down
-    only once that version runs.
+    only once that version runs. The intent is kept in memory (a re-run takes another).
     """
-    registry = JobRegistry(settings)
-    view = registry.view(job)
+    view = JobRegistry(settings).view(job)
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
-    request = control.send_request(
-        settings.layout, job, "savepoint", name=name, cancel=cancel, timeout=timeout,
-        handover=handover,
-    )  # fmt: skip
-
-    def same_driver() -> bool:  # a relaunched driver is another run: its answer never comes
-        now = registry.view(job)
-        return now.is_live and now.status.get("app_id") == view.status.get("app_id")
-
-    try:
-        result = control.wait_result(settings.layout, job, request, still_alive=same_driver)
-    except (control.DriverGone, ClusterNotRunning, control.ControlTimeout) as exc:
-        control.withdraw(settings.layout, job, request, str(exc))
-        if isinstance(exc, control.ControlTimeout):
-            raise
-        raise control.DriverGone(_no_savepoint(settings, job, name, exc, view.driver_id)) from exc
-    log.info("job %s: savepoint %s taken in %ss (batches %s)", job, name,
-             result.detail.get("duration_s"), result.detail.get("batches"))  # fmt: skip
-    if cancel and wait_stopped:
-        wait_driver_ended(settings, job, view.driver_id)
-        log.info("job %s stopped after savepoint %s", job, name)
+    sp = SavepointCancel(job, name, cancel=cancel, handover=handover, driver=view.driver_id,
+                         app_id=view.status.get("app_id"))  # fmt: skip
+    keep: Save = lambda *_: None  # noqa: E731
+    request(settings, sp, keep, timeout=timeout)
+    answered(settings, sp, keep, timeout=timeout)
+    if wait_stopped:
+        stopped(settings, sp, keep, timeout=STOP_TIMEOUT)
+    result = control.read_result(settings.layout, job, str(sp.request))
+    assert result is not None  # answered
     return result
 
 
 def request_savepoint(
     settings: Settings, job: str, name: str, *, cancel: bool, handover: bool = False,
-    timeout: float = 180.0,
+    timeout: float = REQUEST_TIMEOUT, request_id: str | None = None,
 ) -> str:  # fmt: skip
     """Ask the running ``job``'s driver for savepoint ``name`` (answered at its next batch
     boundary; wait with :func:`savepoint_answer`); the request id. Refused when the job is not
@@ -78,7 +227,8 @@ def request_savepoint(
     else:
         raise JobError(f"savepoint {name} exists already; pick another name")
     request = control.send_request(settings.layout, job, "savepoint", name=name, cancel=cancel,
-                                   timeout=timeout, handover=handover)  # fmt: skip
+                                   timeout=timeout, handover=handover,
+                                   request_id=request_id)  # fmt: skip
     return request.id
 
 
@@ -90,16 +240,12 @@ def request_stands(layout: StateLayout, job: str, request_id: str) -> bool:
 
 
 def savepoint_answer(
-    layout: StateLayout, registry: JobRegistry, job: str, request_id: str, *, cancel: bool,
-    driver: str | None = None,
-) -> control.ControlResult | None:  # fmt: skip
-    """One look at the answer to savepoint request ``request_id``: the answer once it is in
-    (with ``cancel``: and the driver stopped, unless it answered that it hands over: it then
-    idles, lease given up, until the next version runs), else ``None``. ``driver``: the
-    driver asked (an upgrade: a warm standby of the next version is live under the job's
-    name too). Raises on a failed answer or a driver that went away without one."""
+    layout: StateLayout, job: str, request_id: str, *, live: bool
+) -> control.ControlResult | None:
+    """One look at the answer to savepoint request ``request_id``: the answer once it is in,
+    else ``None``. ``live``: whether the driver asked still runs. Raises on a failed answer
+    or a driver that went away without one."""
     result = control.read_result(layout, job, request_id)
-    live = registry.driver_live(driver) if driver else registry.view(job).is_live
     if result is None:
         if not live:
             request = control.read_request(layout, job, request_id)
@@ -117,9 +263,6 @@ def savepoint_answer(
         raise control.ControlFailed(
             f"job {job}: savepoint request {request_id} failed: {result.message}"
         )
-    if cancel and live and not result.detail.get("handover"):
-        log.info("savepoint of %s is verified; waiting for the job to stop", job)
-        return None
     log.info("job %s: %s %s", job, result.message, result.detail)
     return result
 

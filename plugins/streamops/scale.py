@@ -5,7 +5,7 @@ worker) → wait until the master confirms (worker ALIVE / no longer ALIVE) → 
 running job keeps committing batches. Workers are removed one at a time by graceful
 decommission (SIGPWR: executors drain, blocks move), preferring workers that run no driver.
 A job that cannot use new cores (granted fewer than it asks for while cores are free) is
-rebalanced: savepoint with cancel, then started again from that savepoint.
+rebalanced: restarted from a fresh savepoint (:mod:`streamops.savepoint_restart`).
 
 The CLI (``streamops scale``) and the ``rolling_scale`` DAG both call these functions.
 """
@@ -16,6 +16,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from streamops import savepoint_restart
 from streamops.agent.registry import Agents
 from streamops.cluster.client import MasterClient, WorkerInfo, free_cores
 from streamops.cluster.daemons import worker_index
@@ -25,6 +26,7 @@ from streamops.jobs import JobRegistry, current_spec
 from streamops.settings import Settings
 
 log = logging.getLogger("streamops.scale")
+REBALANCE = "rebalance"  # the owner (and purpose) of a rebalance's restart intent
 
 BatchMarks = dict[str, dict[str, tuple[int | None, float]]]
 """Per running job, per stage: (last batch id, time of the mark)."""
@@ -171,12 +173,16 @@ def verify_batches_continue(settings: Settings, marks: BatchMarks,
 
 def rebalance_candidates(settings: Settings) -> list[str]:
     """Running jobs granted fewer cores than they ask for while ALIVE workers have free
-    cores: the master could not place their executors (e.g. executor size vs new workers)."""
+    cores: the master could not place their executors (e.g. executor size vs new workers);
+    first the jobs whose rebalance did not finish (a retried task resumes them)."""
     client = MasterClient(settings)
     free = free_cores(client.workers())
     apps = {a.name: a for a in client.active_apps()}
-    out = []
-    for view in JobRegistry(settings).list():
+    registry = JobRegistry(settings)
+    out = [job for job in registry.names() if _rebalancing(settings, job)]
+    for view in registry.list():
+        if view.name in out:
+            continue
         app = apps.get(view.name)
         if not view.is_live or app is None:
             continue
@@ -189,14 +195,17 @@ def rebalance_candidates(settings: Settings) -> list[str]:
     return out
 
 
+def _rebalancing(settings: Settings, job: str) -> bool:
+    intent = savepoint_restart.load_intent(settings, job)
+    return intent is not None and intent.owner == REBALANCE and not intent.finished and (
+        len(intent.done) > 1
+    )  # fmt: skip
+
+
 def rebalance(settings: Settings, job: str, health_timeout: float = 300.0) -> str:
-    """Restart ``job`` from a fresh savepoint so its executors spread over the workers."""
-    from streamops.restore import start_from_savepoint
-    from streamops.savepoint_taking import savepoint_job
-    from streamops.savepoints import get_savepoint
-    spec = current_spec(settings, job)
-    name = f"{job}-rebalance-{int(time.time())}"
-    log.info("rebalancing %s: savepoint %s with cancel, then start from it", job, name)
-    savepoint_job(settings, job, name, cancel=True)
-    stages = list(get_savepoint(settings.layout, name).stages)
-    return start_from_savepoint(spec, settings, name, stages, wait_healthy=health_timeout)
+    """Restart ``job`` from a fresh savepoint so its executors spread over the workers (an
+    unfinished rebalance of ``job`` is resumed); the new driver's id."""
+    log.info("rebalancing %s: savepoint with cancel, then start from it", job)
+    intent = savepoint_restart.restart(settings, job, REBALANCE, purpose=REBALANCE,
+                                       health_timeout=health_timeout)  # fmt: skip
+    return str(intent.new_driver)

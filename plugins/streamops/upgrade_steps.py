@@ -32,15 +32,15 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from streamops import control, savepoint_taking
+from streamops import savepoint_taking
 from streamops import standby as standbys
 from streamops.exceptions import SavepointNotFound, StreamopsError
-from streamops.intents import already_started, read_intent
+from streamops.intents import already_started, read_intent, resume_step
 from streamops.jobs import JobRegistry, current_spec, read_submissions
 from streamops.layout import write_json_atomic
 from streamops.planner import StageAction
 from streamops.restore import restore_version, start_from_savepoint
-from streamops.savepoint_taking import request_stands, savepoint_answer, wait_driver_ended
+from streamops.savepoint_taking import SavepointCancel, request_stands
 from streamops.savepoints import get_savepoint
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
@@ -58,7 +58,7 @@ PROCEDURE = "upgrade"
 FINISHED = ("done", "rolled-back", "standby-failed", "aborted")
 HEALTH_TIMEOUT = 300.0
 SAVEPOINT_TIMEOUT = 240.0  # the wait for the answer (its request expires after 180 s)
-REQUEST_TIMEOUT = 180.0  # the request expires unanswered after this
+REQUEST_TIMEOUT = savepoint_taking.REQUEST_TIMEOUT  # it expires unanswered after this
 
 
 @dataclass
@@ -80,6 +80,7 @@ class UpgradeIntent:
     standby: dict[str, Any] | None = None  # Standby.to_dict() once a warm standby is ready
     handover: bool | None = None  # decided once, when the savepoint is requested
     request: str | None = None  # the savepoint request's id
+    cancel: dict[str, Any] | None = None  # the savepoint with cancel (SavepointCancel.to_dict)
     new_driver: str | None = None
     phase: str = "planned"
     done: list[str] = field(default_factory=list)  # the steps done
@@ -99,6 +100,14 @@ class UpgradeIntent:
 
     def ready(self) -> Standby | None:
         return Standby.from_dict(self.standby) if self.standby else None
+
+    def savepoint_cancel(self) -> SavepointCancel:
+        """The savepoint with cancel of the old driver (watched alone: a warm standby of the
+        new version is live under the job's name too)."""
+        if self.cancel:
+            return SavepointCancel.from_dict(self.cancel)
+        return SavepointCancel(self.job, self.savepoint, cancel=True,
+                               handover=bool(self.handover), driver=self.old_driver)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -123,18 +132,18 @@ def _save(settings: Settings, intent: UpgradeIntent, phase: str, **detail: Any) 
 
 def _todo(settings: Settings, job: str, owner: str, step: str) -> tuple[UpgradeIntent, bool]:
     """The upgrade in progress of ``owner``, and whether ``step`` is still to do."""
-    intent = load_intent(settings, job)
-    if intent is None:
-        raise UpgradeFailed(f"no upgrade of {job} in progress; plan one first")
-    if intent.owner != owner:
-        raise UpgradeFailed(f"the upgrade of {job} (phase {intent.phase}) is "
-                            f"{intent.owner}'s, not {owner}'s")  # fmt: skip
-    if step in intent.done:
-        log.info("upgrade of %s: %s was done by a previous attempt", job, step.replace("_", " "))
-        return intent, False
-    if intent.finished:
-        raise UpgradeFailed(f"the upgrade of {job} is {intent.phase}; plan another one")
-    return intent, True
+    return resume_step(load_intent(settings, job), job, owner, step, procedure="upgrade",
+                       first="plan", error=UpgradeFailed)  # fmt: skip
+
+
+def _keeping(settings: Settings, intent: UpgradeIntent) -> savepoint_taking.Save:
+    """How the savepoint with cancel's steps save their intent: inside the upgrade's."""
+
+    def save(sp: SavepointCancel, phase: str) -> None:
+        intent.cancel, intent.request = sp.to_dict(), sp.request
+        _save(settings, intent, phase)
+
+    return save
 
 
 def _done(settings: Settings, intent: UpgradeIntent, step: str, phase: str, **detail: Any) -> None:
@@ -230,21 +239,15 @@ def request_savepoint(
     stands = bool(intent.request) and request_stands(settings.layout, job, str(intent.request))
     if stands and not todo:
         return intent
-    if stands:
-        log.info("upgrade of %s: savepoint %s was requested by a previous attempt (%s)", job,
-                 intent.savepoint, intent.request)  # fmt: skip
-    elif intent.finished:  # e.g. aborted: a cleared task must not stop the old version now
+    if not stands and intent.finished:  # e.g. aborted: a cleared task must not stop v-old now
         raise UpgradeFailed(f"the upgrade of {job} is {intent.phase}; plan another one")
-    else:
-        if intent.handover is None:
-            registry = JobRegistry(settings)
-            intent.handover = standbys.handover_fits(registry, intent.new(), intent.ready())
-        _save(settings, intent, "savepoint-with-cancel", savepoint=intent.savepoint,
-              handover=intent.handover)  # fmt: skip
-        intent.request = savepoint_taking.request_savepoint(
-            settings, job, intent.savepoint, cancel=True, handover=intent.handover,
-            timeout=timeout,
-        )  # fmt: skip
+    if intent.handover is None:
+        registry = JobRegistry(settings)
+        intent.handover = standbys.handover_fits(registry, intent.new(), intent.ready())
+    sp = intent.savepoint_cancel()
+    sp.handover = intent.handover
+    # a request recorded by a previous attempt is waited for (or, never written, sent now)
+    savepoint_taking.request(settings, sp, _keeping(settings, intent), timeout=timeout)
     _done(settings, intent, "request_savepoint", "savepoint-requested", request=intent.request)
     return intent
 
@@ -261,17 +264,11 @@ def savepoint_answered(
         return True
     if not intent.request:
         raise UpgradeFailed(f"the upgrade of {job} has not requested its savepoint yet")
-    registry, old = JobRegistry(settings), intent.old_driver
-    request = control.read_request(settings.layout, job, intent.request)
-    if timeout and request is not None:  # the CLI: the answer is looked for every 50 ms
-        alive = (lambda: registry.driver_live(old)) if old else None
-        control.wait_result(settings.layout, job, request, still_alive=alive)
-    answer = savepoint_answer(settings.layout, registry, job, intent.request, cancel=False,
-                              driver=old)  # fmt: skip
-    if answer is None:
+    sp = intent.savepoint_cancel()
+    if not savepoint_taking.answered(settings, sp, _keeping(settings, intent), timeout=timeout):
         return False
     _done(settings, intent, "savepoint_answered", "savepoint-taken",
-          savepoint=intent.savepoint, handover=answer.detail.get("handover"))  # fmt: skip
+          savepoint=intent.savepoint, handover=sp.answer.get("handover"))  # fmt: skip
     return True
 
 
@@ -317,7 +314,8 @@ def finish(settings: Settings, job: str, owner: str) -> UpgradeIntent:
     if not todo:
         return intent
     if intent.old_driver and intent.old_driver != intent.new_driver:
-        wait_driver_ended(settings, job, intent.old_driver)
+        savepoint_taking.stopped(settings, intent.savepoint_cancel(), _keeping(settings, intent),
+                                 timeout=savepoint_taking.STOP_TIMEOUT)  # fmt: skip
     _done(settings, intent, "finish", "done", driver=intent.new_driver)
     log.info("job %s upgraded v%s → v%s from savepoint %s; driver %s", job,
              intent.from_version, intent.to_version, intent.savepoint,

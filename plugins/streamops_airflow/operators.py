@@ -1,4 +1,4 @@
-"""Operators: submit a streaming job (``spark-submit``, cluster mode), request a savepoint.
+"""Operators: submit a streaming job (``spark-submit``, cluster mode).
 
 Why :class:`StreamingSparkSubmitOperator` does not use the provider's driver tracking:
 ``SparkSubmitOperator`` in standalone cluster mode polls the driver until it *finishes*
@@ -20,17 +20,16 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseOperator, Context
+from airflow.sdk import Context
 
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobError, StreamopsError
-from streamops.intents import already_started, read_intent, record_intent
-from streamops.savepoint_taking import request_savepoint, request_stands
+from streamops.intents import already_started, record_intent
 from streamops.settings import Settings
 from streamops.spec import load_spec
 from streamops.submit import Submission, build_submission, ensure_not_running, record_submission
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
-from streamops_airflow.hooks import SparkStandaloneHook, ops_settings
+from streamops_airflow.hooks import SparkStandaloneHook
 from streamops_airflow.triggers import defer_until_healthy, health_outcome
 
 
@@ -152,60 +151,3 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
         if process is not None and process.poll() is None:
             self.log.info("killing the spark-submit client (pid %s)", process.pid)
             process.kill()
-
-
-class RequestSavepointOperator(BaseOperator):
-    """Ask ``job``'s driver for savepoint ``savepoint`` (with ``cancel``: then stop).
-
-    The request is answered at the next batch boundary; wait for it with
-    :class:`~streamops_airflow.sensors.SavepointResultSensor`. The intent (savepoint name and
-    request id) is recorded in ``jobs/<job>/<procedure>.json``: a retried task whose request
-    is pending or answered returns that request instead of sending a second one.
-    Returns the request id. (An upgrade asks through :mod:`streamops.upgrade_steps`.)
-    """
-
-    template_fields: Sequence[str] = ("job", "savepoint")
-
-    def __init__(
-        self, *, job: str, savepoint: str, cancel: bool = True, procedure: str = "savepoint",
-        request_timeout: float = 180.0,
-        spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name, **kwargs: Any,
-    ) -> None:  # fmt: skip
-        super().__init__(**kwargs)
-        self.job = job
-        self.savepoint = savepoint
-        self.cancel = cancel
-        self.procedure = procedure
-        self.request_timeout = request_timeout
-        self.spark_standalone_conn_id = spark_standalone_conn_id
-
-    @property
-    def phase(self) -> str:
-        return "savepoint-with-cancel" if self.cancel else "savepoint"
-
-    def execute(self, context: Context) -> str:
-        settings = ops_settings(self.spark_standalone_conn_id)
-        owner = run_owner(context)
-        previous = self._previous_request(settings, owner)
-        if previous:
-            self.log.info("savepoint %s of %s was requested by a previous try (%s): resuming",
-                          self.savepoint, self.job, previous)  # fmt: skip
-            return previous
-        fields = {"savepoint": self.savepoint, "cancel": self.cancel, "owner": owner}
-        record_intent(settings, self.job, self.procedure, self.phase, **fields)
-        try:
-            request = request_savepoint(settings, self.job, self.savepoint, cancel=self.cancel,
-                                        timeout=self.request_timeout)  # fmt: skip
-        except JobError as exc:
-            raise ProcedureFailed(str(exc)) from exc
-        record_intent(settings, self.job, self.procedure, self.phase, request=request, **fields)
-        return request
-
-    def _previous_request(self, settings: Settings, owner: str) -> str | None:
-        intent = read_intent(settings, self.job, self.procedure)
-        request = intent.get("request")
-        if intent.get("phase") != self.phase or intent.get("savepoint") != self.savepoint:
-            return None
-        if intent.get("owner") != owner or not request:
-            return None
-        return request if request_stands(settings.layout, self.job, request) else None

@@ -1,8 +1,9 @@
-"""Sensors: wait for a job to be healthy, wait for the answer to a savepoint request.
+"""Sensors: wait for a job to be healthy.
 
 :class:`JobHealthySensor` can defer (``deferrable=True``) to :class:`JobHealthyTrigger`: a job
 takes a minute or more to become healthy and the wait should not hold a worker slot. The
-savepoint answer comes within seconds of a batch boundary, so its sensor pokes.
+savepoint answer comes within seconds of a batch boundary: the procedures poll their own
+steps for it (:class:`streamops_airflow.step_tasks.StepSensor`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
-from streamops.exceptions import JobError
-from streamops.savepoint_taking import savepoint_answer
 from streamops.verdict import Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
@@ -69,42 +68,3 @@ class JobHealthySensor(BaseSensorOperator):
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> str | None:
         return health_outcome(event)
-
-
-class SavepointResultSensor(BaseSensorOperator):
-    """Wait for the driver's answer to savepoint request ``request_id`` of ``job``.
-
-    With ``cancel`` it also waits until the job has stopped (the driver stops only after the
-    copy is verified), unless the driver answered that it hands over (an upgrade): it then
-    has stopped its queries and given up the lease, and idles until the next version runs.
-    With ``driver`` (an upgrade: the running driver) it waits for that driver only: a warm
-    standby of the next version is already live under the job's name.
-    Fails at once on a failed answer or a driver that went away.
-    Returns the answer's detail (savepoint name, batches, duration).
-    """
-
-    template_fields: Sequence[str] = ("job", "request_id", "driver")
-
-    def __init__(
-        self, *, job: str, request_id: str, cancel: bool = False, driver: str | None = None,
-        spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
-        poke_interval: float = 2.0, timeout: float = 300.0, **kwargs: Any,
-    ) -> None:  # fmt: skip
-        super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)
-        self.job = job
-        self.request_id = request_id
-        self.cancel = cancel
-        self.driver = driver
-        self.spark_standalone_conn_id = spark_standalone_conn_id
-
-    def poke(self, context: Context) -> bool | PokeReturnValue:
-        hook = SparkStandaloneHook(self.spark_standalone_conn_id)
-        try:
-            result = savepoint_answer(hook.settings.layout, hook.registry, self.job,
-                                      self.request_id, cancel=self.cancel,
-                                      driver=_optional(self.driver))  # fmt: skip
-        except JobError as exc:
-            raise ProcedureFailed(str(exc)) from exc
-        if result is None:
-            return False
-        return PokeReturnValue(is_done=True, xcom_value={"request_id": result.id, **result.detail})

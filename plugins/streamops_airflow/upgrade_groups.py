@@ -12,20 +12,13 @@ then runs the library's ``verify`` (at once: healthy already) and ``finish``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import (
-    BaseSensorOperator,
-    Context,
-    TaskGroup,
-    XComArg,
-    get_current_context,
-    task,
-)
+from airflow.sdk import TaskGroup, XComArg, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from streamops_airflow.sensors import JobHealthySensor
+from streamops_airflow.step_tasks import StepSensor, call_step
 
 HEALTH_TIMEOUT = 300.0
 SAVEPOINT_TIMEOUT = 240.0
@@ -36,15 +29,11 @@ def upgrade_step(step: str, job: str, *args: Any, **kwargs: Any) -> Any:
     refused plan or a failed upgrade fails the task (no retry) with its reason."""
     from streamops import upgrade_steps
     from streamops.upgrade_plan import UpgradeFailed, UpgradeRefused
-    from streamops_airflow.exceptions import ProcedureFailed
-    from streamops_airflow.hooks import ops_settings
     from streamops_airflow.operators import run_owner
 
     owner = run_owner(get_current_context())
-    try:
-        return getattr(upgrade_steps, step)(ops_settings(), job, owner, *args, **kwargs)
-    except (UpgradeRefused, UpgradeFailed) as exc:
-        raise ProcedureFailed(str(exc)) from exc
+    return call_step(upgrade_steps, step, owner, job, *args,
+                     fatal=(UpgradeRefused, UpgradeFailed), **kwargs)  # fmt: skip
 
 
 @task(multiple_outputs=True)
@@ -87,19 +76,12 @@ def request(ctx: dict[str, Any]) -> str:
                             timeout=SAVEPOINT_TIMEOUT - 60).request)  # fmt: skip
 
 
-class UpgradeStepSensor(BaseSensorOperator):
+class UpgradeStepSensor(StepSensor):
     """Poll step ``step`` of :mod:`streamops.upgrade_steps` (one that answers whether it is
     done, e.g. ``savepoint_answered``) on ``job`` until it is."""
 
-    template_fields: Sequence[str] = ("job",)
-
-    def __init__(self, *, step: str, job: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.step = step
-        self.job = job
-
-    def poke(self, context: Context) -> bool:
-        return bool(upgrade_step(self.step, self.job))
+    def run_step(self) -> Any:
+        return upgrade_step(self.step, self.job)
 
 
 def savepoint_with_cancel(ctx: XComArg, standby: XComArg) -> TaskGroup:

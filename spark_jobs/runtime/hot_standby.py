@@ -31,7 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from spark_jobs.runtime.context import JobContext, short_error
+from spark_jobs.runtime.context import JobContext
+from spark_jobs.runtime.errors import short_error
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.warmup import warm_executors
 from streamops import lease
@@ -99,8 +100,10 @@ def stand_by(
     res = ctx.spec.resources
     executors = warm_executors(ctx.spark, res.max_cores // res.executor_cores, EXECUTOR_WAIT_S)
     rehearsal = rehearse(ctx, build) if executors else None
-    ctx.arm()
-    armed_s = ctx.wait_armed()
+    if ctx.gate is None:
+        raise ValueError(f"job {job}: a hot standby's context needs a gate_file")
+    ctx.gate.arm()
+    armed_s = ctx.gate.wait_armed()
     prepare_reads(ctx)
     ident = ctx.board.snapshot()
     doc = {

@@ -25,13 +25,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from spark_jobs.runtime.context import JobContext
+from spark_jobs.runtime.errors import short_error
 from spark_jobs.runtime.warmup import warm_executors
 from streamops.layout import StateLayout, read_json, write_json_atomic
-
-if TYPE_CHECKING:
-    from spark_jobs.runtime.context import JobContext
 
 log = logging.getLogger("spark_jobs.standby")
 REHEARSAL_TIMEOUT_S = 120.0
@@ -58,9 +57,9 @@ def warm_up(
                  "rehearsal, the first batches compile the stages", ctx.job)  # fmt: skip
         rehearsal = {"seconds": 0.0, "stages": [], "failed": {}, "skipped": "no executor"}
     armed_s, prepared = None, 0
-    if ctx.gate_file is not None:
-        ctx.arm()
-        armed_s = ctx.wait_armed()
+    if ctx.gate is not None:
+        ctx.gate.arm()
+        armed_s = ctx.gate.wait_armed()
         log.info("standby: %d stage(s) of %s armed in %.1fs, held at the gate", len(ctx.stages),
                  ctx.job, armed_s)  # fmt: skip
         prepared = prepare_reads(ctx)
@@ -93,8 +92,6 @@ def rehearse(
     nothing is written where the job keeps anything. Best effort: a failure is reported
     (``failed``: stage → error) and logged, and the standby goes on (the real first batch
     decides; a broken version is rolled back)."""
-    from spark_jobs.runtime.context import JobContext, short_error
-
     started = time.monotonic()
     trial = JobContext(ctx.spark, ctx.spec, ctx.layout, rehearsal=True)
     scratch = Path(tempfile.mkdtemp(prefix=f"streamops-rehearsal-{ctx.job}-"))
@@ -165,8 +162,6 @@ def prepare_reads(ctx: JobContext) -> int:
 
 def report_failure(layout: StateLayout, job: str, token: str, exc: BaseException) -> None:
     """Tell the ops side this standby failed before it was ready, and why."""
-    from spark_jobs.runtime.context import short_error
-
     log.error("standby %s of %s failed before it was ready: %s", token, job, short_error(exc))
     doc = {"token": token, "error": short_error(exc)[:2000], "at": time.time()}
     write_json_atomic(layout.standby_failed_file(job, token), doc)

@@ -138,8 +138,8 @@ def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
     monkeypatch.setattr(savepoint_taking.savepoints, "get_savepoint", get_savepoint)
     monkeypatch.setattr(upgrade_steps, "start_from_savepoint", start_from_savepoint)
     monkeypatch.setattr(upgrade_steps, "restore_version", restore_version)
-    monkeypatch.setattr(upgrade_steps, "wait_driver_ended",
-                        lambda settings, job, driver: cluster.live.discard(driver))  # fmt: skip
+    monkeypatch.setattr(savepoint_taking, "wait_driver_ended",
+                        lambda settings, job, driver, timeout=0: cluster.live.discard(driver))
     monkeypatch.setattr(standbys, "wants_standby",
                         lambda registry, spec, mode: mode == "warm" or (
                             mode == "auto" and cluster.free_for_standby))  # fmt: skip

@@ -1,7 +1,7 @@
 """What the dashboard shows, read from the fleet store and the state root (never written).
 
 The figures are the ones ``streamops jobs``, ``streamops health`` and ``list-snapshots`` read
-(the job registry, ``status.json``, the source probes of :mod:`streamops.health_sources`, the
+(the job registry, ``status.json``, the source probes of :mod:`streamops.source_probes`, the
 savepoint manifests, the health history), gathered once per request so that the jobs panel and
 ``/metrics`` cannot disagree. The master may be down: the jobs are then judged from the state
 root alone (:meth:`JobRegistry.view_from_state`), as the health check does.
@@ -14,22 +14,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import requests
 from sqlalchemy import Engine, create_engine, inspect, select
 
 from spark_jobs.sinks.store import vehicles
 from streamops.exceptions import ClusterNotRunning
 from streamops.health_report import read_history
-from streamops.health_sources import (
-    alpha_unread,
-    beta_head,
-    source_location,
-    spec_args,
-    stage_offsets,
-)
-from streamops.jobs import JobRegistry, JobView
+from streamops.jobs import JobRegistry, JobView, spec_args
 from streamops.savepoints import list_savepoints
 from streamops.settings import Settings
+from streamops.source_probes import Prober, stage_offsets
 
 PROBE_TIMEOUT_S = 1.0
 """How long a backlog probe of fleetsim-beta may take: a page refresh must not hang on it."""
@@ -144,37 +137,16 @@ def job_views(settings: Settings) -> list[JobView]:
         return [registry.view_from_state(name) for name in registry.names()]
 
 
-class _BetaHeads:
-    """fleetsim-beta's ``/head`` per URL, asked once per gathering (stages share sources)."""
-
-    def __init__(self) -> None:
-        self._heads: dict[str, dict[str, Any] | None] = {}
-
-    def last(self, url: str) -> int | None:
-        if url not in self._heads:
-            try:
-                self._heads[url] = beta_head(url, PROBE_TIMEOUT_S)
-            except (requests.RequestException, ValueError):
-                self._heads[url] = None
-        head = self._heads[url]
-        return int(head.get("last") or 0) if head else None
-
-
 def _sources(
-    info: dict[str, Any], args: dict[str, Any], states: dict[str, Any], heads: _BetaHeads
+    info: dict[str, Any], args: dict[str, Any], states: dict[str, Any], prober: Prober
 ) -> tuple[SourceFigures, ...]:
     out = []
     for source, offset in sorted(stage_offsets(info).items()):
-        kind, where = source_location(source, offset, args)
-        backlog: int | None = None
-        unit = "records" if kind == "beta" else "files"
-        if kind == "beta" and where:
-            last = heads.last(where)
-            backlog = None if last is None else max(0, last - int(offset.get("sequence") or 0))
-        elif kind == "alpha" and where and Path(where).is_dir():
-            backlog = alpha_unread(Path(where), str(offset.get("file") or ""))
+        probe = prober.probe(source, offset, args)
+        backlog = None if probe is None or probe.backlog is None else max(0, probe.backlog)
         state = states.get(source) or {}
-        out.append(SourceFigures(source, kind or "?", backlog, unit,
+        out.append(SourceFigures(source, probe.kind if probe else "?", backlog,
+                                 probe.unit if probe else "files",
                                  str(state.get("state") or "ok"), state.get("reason")))  # fmt: skip
     return tuple(out)
 
@@ -202,7 +174,7 @@ def _health_levels(settings: Settings) -> dict[str, str]:
 
 
 def _figures(
-    settings: Settings, view: JobView, heads: _BetaHeads, ages: dict[tuple[str, str], float],
+    settings: Settings, view: JobView, prober: Prober, ages: dict[tuple[str, str], float],
     health: dict[str, str], now: float,
 ) -> JobFigures:  # fmt: skip
     args = (spec_args(settings, view.name) or {}) if view.stages else {}
@@ -219,7 +191,7 @@ def _figures(
             late_rows=int(info.get("late_rows") or 0), state_rows=int(info.get("state_rows") or 0),
             failed_batches=int(info.get("failed_batches") or 0),
             savepoint_age=ages.get((view.name, name)),
-            sources=_sources(info, args, states, heads),
+            sources=_sources(info, args, states, prober),
         ))  # fmt: skip
     failed = view.status.get("state") == "FAILED"
     return JobFigures(
@@ -234,9 +206,9 @@ def _figures(
 
 def gather_jobs(settings: Settings) -> list[JobFigures]:
     """The figures of every job, read once: for the jobs panel and for ``/metrics``."""
-    now, heads = time.time(), _BetaHeads()
+    now, prober = time.time(), Prober(PROBE_TIMEOUT_S)
     ages, health = _savepoint_ages(settings, now), _health_levels(settings)
-    return [_figures(settings, v, heads, ages, health, now) for v in job_views(settings)]
+    return [_figures(settings, v, prober, ages, health, now) for v in job_views(settings)]
 
 
 def savepoints(settings: Settings) -> list[dict[str, Any]]:

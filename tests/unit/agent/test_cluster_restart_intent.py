@@ -1,69 +1,36 @@
 """The restart procedure's intent record: a retried step resumes, never repeats harm.
 
-The cluster edge (agents, job registry, savepoint and submit calls) is replaced by
-hand-written fakes that record what they were asked; the intent file is real.
+The cluster edge is replaced by hand-written fakes that record what they were asked: the
+agents (stop, start), and the job registry, driver and submission of
+:mod:`support.restart_fake` (the jobs' savepoint with cancel and start run the steps of
+:mod:`streamops.savepoint_restart` over the real control channel); the intent files are real.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.agent_fake import make_settings
+from support.restart_fake import JOB, FakeCluster, install
 
-from streamops import cluster_restart
+from streamops import cluster_restart, restore
 from streamops.exceptions import ClusterRestartFailed, UnknownRelease
 from streamops.releases import ReleaseStore
 from streamops.settings import Settings
-
-
-@dataclass
-class FakeView:
-    name: str
-    is_live: bool
-
-
-@dataclass
-class FakeCluster:
-    live: set[str] = field(default_factory=lambda: {"fleet-a"})
-    calls: list[str] = field(default_factory=list)
-
-    def list(self) -> list[FakeView]:
-        return [FakeView(n, True) for n in sorted(self.live)]
-
-    def view(self, job: str) -> FakeView:
-        return FakeView(job, job in self.live)
-
-    def cancel(self, job: str) -> None:
-        self.calls.append(f"cancel {job}")
-        self.live.discard(job)
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Settings, FakeCluster]:
     settings = make_settings(tmp_path)
     ReleaseStore(settings).switch("r1")
-    cluster = FakeCluster()
-
-    def savepoint_job(settings: Settings, job: str, name: str, *, cancel: bool) -> None:
-        cluster.calls.append(f"savepoint {job} {name} cancel={cancel}")
-        cluster.live.discard(job)
-
-    def start_from_savepoint(spec: Any, settings: Settings, name: str, stages: Any,
-                             wait_healthy: Any) -> str:  # fmt: skip
-        cluster.calls.append(f"restore {spec} from {name}")
-        cluster.live.add(spec)
-        return "driver-1"
-
+    cluster = install(monkeypatch, settings)
     monkeypatch.setattr(cluster_restart, "JobRegistry", lambda settings: cluster)
     monkeypatch.setattr(cluster_restart, "running_workers", lambda agents: ["worker-1"])
-    monkeypatch.setattr(cluster_restart, "savepoint_job", savepoint_job)
-    monkeypatch.setattr(cluster_restart, "start_from_savepoint", start_from_savepoint)
-    monkeypatch.setattr(cluster_restart, "current_spec", lambda settings, job: job)
+    monkeypatch.setattr(cluster_restart, "current_spec", lambda settings, job: cluster.spec)
     monkeypatch.setattr(cluster_restart, "get_savepoint",
                         lambda layout, name, job=None: type("M", (), {"stages": {"s": 1}}))
+    monkeypatch.setattr(cluster_restart, "start_from_savepoint", restore.start_from_savepoint)
     monkeypatch.setattr(cluster_restart, "_stop_all",
                         lambda agents: cluster.calls.append("stop cluster"))
     monkeypatch.setattr(cluster_restart, "_start_all",
@@ -89,9 +56,35 @@ def test_retried_steps_resume(fake: tuple[Settings, FakeCluster]) -> None:
     cluster_restart.savepoint_jobs(settings)  # a retried task: nothing saved twice
     cluster_restart.restore_jobs(settings)
     cluster_restart.restore_jobs(settings)  # nothing submitted twice
-    name = intent.savepoints["fleet-a"]
-    assert cluster.calls == [f"savepoint fleet-a {name} cancel=True",
-                             f"restore fleet-a from {name}"]
+    assert cluster_restart.verify_healthy(settings) == {JOB: "unknown"}
+    name = intent.savepoints[JOB]
+    assert cluster.calls == [f"savepoint {name} cancel=True", "ended driver-1",
+                             f"submit v1 from {name} as driver-2",
+                             "verify None"]  # any driver: the master was restarted
+
+
+def test_a_savepoint_step_retried_after_a_crash_asks_once(
+    fake: tuple[Settings, FakeCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task died after the driver answered, before the restart recorded the job saved:
+    the retry resumes the job's own intent, it sends no second savepoint with cancel."""
+    settings, cluster = fake
+    cluster_restart.begin(settings, "r2")
+    save = cluster_restart._save
+
+    def died_before_saved(settings, intent, phase, **detail):  # type: ignore[no-untyped-def]
+        if phase == "saved":
+            raise KeyboardInterrupt("the worker died")
+        save(settings, intent, phase, **detail)
+
+    monkeypatch.setattr(cluster_restart, "_save", died_before_saved)
+    with pytest.raises(KeyboardInterrupt):
+        cluster_restart.savepoint_jobs(settings)
+    monkeypatch.setattr(cluster_restart, "_save", save)
+    cluster_restart.savepoint_jobs(settings)
+    assert cluster.count("savepoint") == 1
+    intent = cluster_restart.load_intent(settings)
+    assert intent is not None and intent.saved == [JOB]
 
 
 def test_rollback_before_the_stop_does_not_bounce_the_cluster(
@@ -102,7 +95,7 @@ def test_rollback_before_the_stop_does_not_bounce_the_cluster(
     cluster_restart.begin(settings, "r2")
     cluster_restart.savepoint_jobs(settings)
     cluster_restart.rollback(settings, "stop failed")
-    assert "stop cluster" not in cluster.calls and cluster.calls[-1].startswith("restore")
+    assert "stop cluster" not in cluster.calls and cluster.calls[-1].startswith("submit")
     intent = cluster_restart.load_intent(settings)
     assert intent is not None and intent.phase == "rolled-back" and intent.reason == "stop failed"
     assert ReleaseStore(settings).active() == "r1"

@@ -21,7 +21,7 @@ def test_a_standby_without_executors_skips_the_rehearsal(
     ctx = SimpleNamespace(  # the parts of a JobContext a warm-up reads, nothing started
         spec=SimpleNamespace(name="fleet", version="2"), layout=layout, job="fleet", spark=spark,
         stages=[SimpleNamespace(name="vehicles")], describe=lambda name: {"stage": name},
-        gate_file=None, board=SimpleNamespace(snapshot=lambda: {"driver_id": "driver-1"}),
+        gate=None, board=SimpleNamespace(snapshot=lambda: {"driver_id": "driver-1"}),
     )  # fmt: skip
 
     def build(_: object) -> None:

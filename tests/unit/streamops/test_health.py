@@ -1,5 +1,7 @@
-"""Health checks judged on hand-built observations (the master's JSON and job views are data);
-files (status, submissions, alpha directory, SQLite store, history) are real, in tmp_path."""
+"""Health checks judged on hand-built observations: every check is a pure function of an
+:class:`Observation` (the master's JSON, job views, workers, probes and stores are plain
+values); the gathering is tested on real files (logs, status, submissions, alpha directory,
+SQLite store, history) in tmp_path."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ from typing import Any
 import pytest
 from sqlalchemy import Column, Float, MetaData, String, Table, create_engine
 
-from streamops import health, lease
+from streamops import health, health_gather, lease
 from streamops.exceptions import Unhealthy
 from streamops.health import CheckResult, HealthReport, Level, Observation, Thresholds
+from streamops.health_report import SinkSeen, WorkersSeen
 from streamops.job_view import JobView
+from streamops.jobs import spec_args
 from streamops.layout import append_jsonl, write_json_atomic
 from streamops.settings import Settings
+from streamops.source_probes import Prober, probe_job
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0
@@ -82,6 +87,8 @@ def obs(
     settings: Settings,
     master: dict[str, Any] | None = None,
     views: list[JobView] = (),
+    *,
+    log_names: dict[str, str] | None = None,
     **limits: Any,
 ) -> Observation:
     if master is None:
@@ -93,6 +100,7 @@ def obs(
         [v.name for v in views],
         {v.name: v for v in views},
         now=NOW,
+        workers=WorkersSeen(2, (), log_names or {}),
     )
 
 
@@ -102,15 +110,22 @@ def levels(results: list[CheckResult]) -> list[Level]:
 
 def test_cluster_ok_then_a_dead_worker_is_named(settings: Settings) -> None:
     assert levels(health.check_cluster(obs(settings))) == [Level.OK, Level.OK]
+    master = {"status": "ALIVE", "workers": [worker(1), worker(2, "DEAD")]}
+    names = {"127.0.0.1:40002": "worker-2"}  # what the state root's worker logs say
+    results = health.check_cluster(obs(settings, master, log_names=names))
+    assert results[1].level is Level.FAIL
+    assert results[1].message == "worker worker-2 is DEAD; 1 of 2 expected workers ALIVE"
+
+
+def test_the_workers_are_named_by_the_addresses_their_logs_give(settings: Settings) -> None:
     logs = settings.layout.logs_dir
     logs.mkdir(parents=True)
     (logs / "worker-2.log").write_text(
         "INFO Worker: Starting Spark worker 127.0.0.1:40002 with 2 cores\n"
     )
     master = {"status": "ALIVE", "workers": [worker(1), worker(2, "DEAD")]}
-    results = health.check_cluster(obs(settings, master))
-    assert results[1].level is Level.FAIL
-    assert results[1].message == "worker worker-2 is DEAD; 1 of 2 expected workers ALIVE"
+    seen = health_gather._gather_workers(settings, Thresholds(expected_workers=2), master)
+    assert seen.expected == 2 and seen.log_names == {"127.0.0.1:40002": "worker-2"}
 
 
 def test_a_dead_worker_already_replaced_is_no_problem(settings: Settings) -> None:
@@ -218,6 +233,14 @@ def with_sources(alpha_file: str, seq: int, alpha_id: str = "fleetsim-alpha") ->
     return view({"vehicles": stage(sources=sources)})
 
 
+def probed(o: Observation) -> Observation:
+    """``o`` with its sources probed as :func:`health_gather.gather` probes them."""
+    prober = Prober(1.0)
+    o.sources = {v.name: probe_job(prober, v, spec_args(o.settings, v.name) or {})
+                 for v in o.live_views}  # fmt: skip
+    return o
+
+
 def test_source_backlog_located_by_the_job_args(settings: Settings, tmp_path: Path) -> None:
     alpha = tmp_path / "alpha"
     alpha.mkdir()
@@ -225,7 +248,7 @@ def test_source_backlog_located_by_the_job_args(settings: Settings, tmp_path: Pa
         (alpha / f"pings-{i:06d}.csv").write_text("x\n")
     submitted(settings, "", args={"alpha_dir": str(alpha), "beta_url": "http://127.0.0.1:1/pings"})
     results = health.check_sources(
-        obs(settings, views=[with_sources("pings-000002.csv", 0)], backlog_warn_files=3)
+        probed(obs(settings, views=[with_sources("pings-000002.csv", 0)], backlog_warn_files=3))
     )
     by_name = {r.name: r for r in results}
     alpha_result = by_name["fleet-pings/fleetsim-alpha"]
@@ -239,7 +262,7 @@ def test_source_backlog_located_by_the_job_args(settings: Settings, tmp_path: Pa
 def test_a_source_id_with_its_location_wins(settings: Settings, tmp_path: Path) -> None:
     (tmp_path / "pings-000009.csv").write_text("x\n")
     job = with_sources("pings-000001.csv", 0, alpha_id=f"alpha:{tmp_path}")
-    results = health.check_sources(obs(settings, views=[job]))
+    results = health.check_sources(probed(obs(settings, views=[job])))
     alpha = next(r for r in results if "alpha" in r.name)
     assert alpha.level is Level.OK and "backlog 1 files" in alpha.message
     beta = next(r for r in results if "beta" in r.name)
@@ -275,12 +298,17 @@ def submitted(
 
 
 def test_sink_freshness(settings: Settings, tmp_path: Path) -> None:
-    submitted(settings, make_store(tmp_path / "fresh.db", NOW - 10))
-    [fresh] = health.check_sinks(obs(settings, views=[view()]))
+    fresh_url = make_store(tmp_path / "fresh.db", NOW - 10)
+    assert health.newest_write(fresh_url) == NOW - 10  # what the gathering reads
+    submitted(settings, fresh_url)
+    assert health_gather._gather_sink(settings, JOB) == SinkSeen(True, fresh_url, NOW - 10)
+    o = obs(settings, views=[view()])
+    o.sinks = {JOB: SinkSeen(True, fresh_url, NOW - 10)}
+    [fresh] = health.check_sinks(o)
     assert fresh.level is Level.OK and "10 s ago" in fresh.message
-
-    submitted(settings, make_store(tmp_path / "stale.db", NOW - 900))
-    [stale] = health.check_sinks(obs(settings, views=[view()], max_sink_age=300))
+    o = obs(settings, views=[view()], max_sink_age=300)
+    o.sinks = {JOB: SinkSeen(True, "sqlite:///stale.db", NOW - 900)}
+    [stale] = health.check_sinks(o)
     assert stale.level is Level.FAIL
     assert "store not written for 900 s while data flows (limit 300 s)" in stale.message
 

@@ -15,6 +15,7 @@ from streamops.health import Level, Observation, Thresholds, check_sources
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.sim.beta import BetaSimulator
+from streamops.source_probes import Prober, probe_job
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0
@@ -43,7 +44,9 @@ def judge(
         **status,
     }
     view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None, doc)
-    obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW)
+    probes = probe_job(Prober(5.0), view, {})  # the gathering's probe of the real server
+    obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
+                      sources={JOB: probes})  # fmt: skip
     (result,) = check_sources(obs)
     assert result.name == f"{JOB}/{source}"
     return result.level, result.message

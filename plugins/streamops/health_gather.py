@@ -1,0 +1,147 @@
+"""Gathering what the health checks look at: the one place of a health run that does I/O.
+
+:func:`gather` reads the master's JSON, the job registry (or, without the master, the state
+root), and what the checked groups need besides: this state root's workers (pid files, the
+addresses their logs name), the sources' probes (:mod:`streamops.source_probes`), the jobs'
+stores. It returns an :class:`~streamops.health_report.Observation`, a plain value that the
+checks of :mod:`streamops.health` judge without any I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from streamops.cluster import daemons
+from streamops.cluster.client import MasterClient
+from streamops.cluster.profile import ClusterProfile
+from streamops.cluster.status import build_status
+from streamops.exceptions import ClusterNotRunning, Unhealthy
+from streamops.health_report import Observation, SinkSeen, Thresholds, WorkersSeen
+from streamops.jobs import JobRegistry, read_submissions, spec_args
+from streamops.layout import StateLayout, read_json
+from streamops.settings import Settings
+from streamops.source_probes import Prober, probe_job
+
+GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
+
+
+def declared_jobs(layout: StateLayout) -> list[str]:
+    """Jobs that should be running: submitted, not cancelled nor deliberately stopped since."""
+    out = []
+    for name in layout.known_jobs():
+        events = [
+            s
+            for s in read_submissions(layout.submissions_file(name))
+            if s.get("event") in ("submitted", "cancelled")
+        ]
+        if not events or events[-1]["event"] != "submitted":
+            continue
+        status = read_json(layout.status_file(name)) or {}
+        stopped = status.get("stopped_by") and float(status.get("stopped_at") or 0) >= float(
+            events[-1].get("at") or 0
+        )
+        if not stopped:
+            out.append(name)
+    return out
+
+
+def gather(
+    settings: Settings, thresholds: Thresholds, jobs: Sequence[str] | None = None,
+    groups: Iterable[str] = GROUPS,
+) -> Observation:  # fmt: skip
+    """Read everything the checks of ``groups`` look at, once: the master, the view of every
+    job to check (default: the declared ones), and what the groups need besides (workers,
+    source probes, stores). The only I/O of a health run."""
+    wanted = set(groups)
+    client = MasterClient(settings)
+    try:
+        master: dict[str, Any] | None = client.state()
+    except ClusterNotRunning:
+        master = None
+    names = list(jobs) if jobs else declared_jobs(settings.layout)
+    obs = Observation(settings, thresholds, master, names)
+    registry = JobRegistry(settings, client)
+    known = set(registry.names())
+    if master is not None:
+        obs.views = {v.name: v for v in registry.list() if v.name in names and v.name in known}
+    else:  # the jobs may well run on: judge them from the state root (lease, status)
+        obs.views = {n: registry.view_from_state(n) for n in names if n in known}
+    if "cluster" in wanted and master is not None:
+        obs.workers = _gather_workers(settings, thresholds, master)
+    if "sources" in wanted:
+        prober = Prober(obs.http_timeout)
+        obs.sources = {v.name: probe_job(prober, v, spec_args(settings, v.name) or {})
+                       for v in obs.live_views}  # fmt: skip
+    if "sinks" in wanted:
+        obs.sinks = {v.name: _gather_sink(settings, v.name) for v in obs.live_views}
+    return obs
+
+
+def _gather_workers(
+    settings: Settings, thresholds: Thresholds, master: dict[str, Any]
+) -> WorkersSeen:
+    layout = settings.layout
+    expected = thresholds.expected_workers
+    if expected is None:
+        expected = ClusterProfile.for_config_dir(settings.config_dir).workers
+    records = {
+        n: r
+        for n in daemons.pid_file_names(layout)
+        if (r := daemons.read_pid_file(layout, n)) is not None
+    }
+    status = build_status(settings, records, master)
+    return WorkersSeen(expected, status.workers, _worker_log_names(layout))
+
+
+_WORKER_START = re.compile(r"Starting Spark worker (\S+):(\d+) with")
+_LOG_TAIL = 8 * 1024 * 1024
+
+
+def _worker_log_names(layout: StateLayout) -> dict[str, str]:
+    """``host:port`` → the worker of this state root whose log says it started there."""
+    names: dict[str, str] = {}
+    for log_file in sorted(layout.logs_dir.glob("worker*.log")):
+        with open(log_file, "rb") as fh:
+            fh.seek(max(0, log_file.stat().st_size - _LOG_TAIL))
+            text = fh.read().decode(errors="replace")
+        for m in _WORKER_START.finditer(text):
+            names[f"{m.group(1)}:{m.group(2)}"] = log_file.stem
+    return names
+
+
+def _gather_sink(settings: Settings, job: str) -> SinkSeen:
+    args = spec_args(settings, job)
+    if args is None:
+        return SinkSeen(declared=False)
+    url = args.get("store_url")
+    if not url:
+        return SinkSeen(declared=True)
+    try:
+        return SinkSeen(True, str(url), newest_write(str(url)))
+    except Unhealthy as exc:
+        return SinkSeen(True, str(url), error=str(exc))
+
+
+def newest_write(url: str) -> float | None:
+    """The newest ``updated_at`` over the store's tables that have one (``None``: no rows)."""
+    from sqlalchemy import MetaData, create_engine, func, select
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = create_engine(url)
+    try:
+        meta = MetaData()
+        meta.reflect(engine)
+        with engine.connect() as conn:
+            times = [
+                conn.execute(select(func.max(t.c.updated_at))).scalar()
+                for t in meta.tables.values()
+                if "updated_at" in t.c
+            ]
+    except SQLAlchemyError as exc:
+        raise Unhealthy(f"cannot read the store {engine.url!r}: {exc}") from exc
+    finally:
+        engine.dispose()
+    found = [float(t) for t in times if t is not None]
+    return max(found) if found else None

@@ -1,0 +1,172 @@
+"""Asking a job's upstreams how far behind its committed positions are: the one place that
+knows how each kind of source is located and asked (health and the dashboard use it; they
+judge and show what it answers, never a source's own paths or URLs).
+
+A source is located by its offset's source id (``beta:<url>``, ``alpha:<dir>``) or else by the
+job's args (``beta_url``, ``alpha_dir``), and probed by its kind:
+
+- fleetsim-beta: ``/head`` (``first``, ``last``, ``stream``) against the committed
+  ``{sequence, stream}``: the backlog in records, or what the upstream lost or replaced;
+- fleetsim-alpha: the CSV files of its drop directory after the committed file.
+
+A probe does the I/O and answers a :class:`SourceProbe`, a plain value.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from streamops.job_view import JobView
+
+
+@dataclass(frozen=True)
+class SourceProbe:
+    """What one source's upstream says of its committed position."""
+
+    source: str
+    kind: str  # beta | alpha
+    unit: str  # what the backlog counts: records | files
+    backlog: int | None = None  # None: not known (see ``unknown`` or ``broken``)
+    unknown: str | None = None  # why the upstream could not tell (it may come back)
+    broken: str | None = None  # reading on would skip data: reset, lost, gone
+
+
+def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:
+    """Per source id, the committed end offset of the stage that is furthest behind."""
+    out: dict[str, dict[str, Any]] = {}
+    for info in view.stages.values():
+        for key, end in stage_offsets(info).items():
+            before = out.get(key)
+            if before is None or _position(end) < _position(before):
+                out[key] = end
+    return out
+
+
+def stage_offsets(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per source id, the committed end offset of one stage (``status.json`` → ``stages``);
+    Spark writes an offset as JSON text, a source without a ``source`` id is skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    for src in info.get("sources") or []:
+        end = src.get("end_offset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except json.JSONDecodeError:
+                continue
+        if isinstance(end, dict) and end.get("source"):
+            out[str(end["source"])] = end
+    return out
+
+
+def _position(offset: dict[str, Any]) -> tuple[int, str]:
+    return (int(offset.get("sequence") or 0), str(offset.get("file") or ""))
+
+
+def source_location(source: str, offset: dict[str, Any], args: dict[str, Any]) -> tuple[str, str]:
+    """``("beta", url)``, ``("alpha", directory)`` or ``("", "")``: where ``source`` is read
+    from, by its id (``beta:<url>``, ``alpha:<dir>``) or else by the job's args."""
+    kind, _, where = source.partition(":")
+    if "sequence" in offset:
+        return "beta", where if kind == "beta" else str(args.get("beta_url") or "")
+    if "file" in offset:
+        return "alpha", where if kind == "alpha" else str(args.get("alpha_dir") or "")
+    return "", ""
+
+
+def beta_head(url: str, timeout: float) -> dict[str, Any]:
+    """fleetsim-beta's ``/head`` (``first``, ``last``, ``stream``) for its ``/pings`` URL;
+    raises :class:`requests.RequestException` or :class:`ValueError` when it cannot tell."""
+    response = requests.get(_head_url(url), timeout=timeout)
+    response.raise_for_status()
+    head = response.json()
+    if not isinstance(head, dict):
+        raise ValueError(f"/head answered {head!r}")
+    return head
+
+
+def _head_url(url: str) -> str:
+    return url.rstrip("/").removesuffix("/pings") + "/head"
+
+
+class Prober:
+    """Probes the sources of one gathering; each fleetsim-beta's ``/head`` is asked once
+    (the stages of a job, and jobs, share upstreams)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._heads: dict[str, dict[str, Any] | Exception] = {}
+
+    def probe(
+        self, source: str, offset: dict[str, Any], args: dict[str, Any]
+    ) -> SourceProbe | None:
+        """The probe of ``source`` at its committed ``offset``; ``None``: a kind of source
+        not probed (it is left out, as it cannot be located)."""
+        kind, where = source_location(source, offset, args)
+        if kind == "beta":
+            return self._beta(source, where, offset)
+        if kind == "alpha":
+            return _alpha(source, where, offset)
+        return None
+
+    def _head(self, url: str) -> dict[str, Any] | Exception:
+        if url not in self._heads:
+            try:
+                self._heads[url] = beta_head(url, self.timeout)
+            except (requests.RequestException, ValueError) as exc:
+                self._heads[url] = exc
+        return self._heads[url]
+
+    def _beta(self, source: str, url: str, offset: dict[str, Any]) -> SourceProbe:
+        if not url:
+            return SourceProbe(source, "beta", "records",
+                               unknown=f"cannot locate source {source} (no beta_url arg)")
+        head = self._head(url)
+        try:
+            if isinstance(head, Exception):
+                raise head
+            last, first = int(head.get("last") or 0), head.get("first")
+        except (requests.RequestException, ValueError, AttributeError) as exc:
+            return SourceProbe(source, "beta", "records", unknown=(
+                f"source {source} at {_head_url(url)} does not answer: {type(exc).__name__}"))
+        committed, stream = int(offset.get("sequence") or 0), offset.get("stream")
+        served = head.get("stream")
+        reset = None
+        if stream and served and served != stream:
+            reset = f"the server now serves stream {served} (sequences {first}..{last})"
+        elif last < committed:
+            reset = f"the server's head is {last}, below it"
+        elif first is not None and int(first) - 1 > committed:
+            reset = f"the server no longer holds sequences {committed + 1}..{int(first) - 1}"
+        if reset:
+            return SourceProbe(source, "beta", "records", broken=(
+                f"source {source} was reset or lost records: committed sequence {committed} "
+                f"of stream {stream or '?'}, but {reset}"))
+        return SourceProbe(source, "beta", "records", backlog=last - committed)
+
+
+def alpha_unread(directory: Path, committed: str) -> int:
+    """CSV files of an alpha drop directory after the committed file (not read yet)."""
+    return sum(1 for p in directory.glob("*.csv") if p.name > committed)
+
+
+def _alpha(source: str, path: str, offset: dict[str, Any]) -> SourceProbe:
+    directory = Path(path)
+    if not path or not directory.is_dir():
+        return SourceProbe(source, "alpha", "files",
+                           broken=f"directory {path or '?'} of source {source} does not exist")
+    return SourceProbe(source, "alpha", "files",
+                       backlog=alpha_unread(directory, str(offset.get("file") or "")))
+
+
+def probe_job(
+    prober: Prober, view: JobView, args: dict[str, Any]
+) -> dict[str, SourceProbe]:
+    """Per source id, the probe of each source of ``view``'s stages at the position of the
+    stage furthest behind."""
+    probes = (prober.probe(s, o, args) for s, o in sorted(committed_positions(view).items()))
+    return {p.source: p for p in probes if p is not None}

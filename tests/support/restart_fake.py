@@ -1,0 +1,133 @@
+"""A fake cluster at the edge of :mod:`streamops.savepoint_restart` (the restart from a fresh
+savepoint that the restart, the rebalance and the cluster restart run): the job registry and
+the submission are hand-written fakes that record what they were asked (``calls``); the
+intent records, the control channel (request and answer files) and the submissions file
+are real.
+
+The fake driver acts as a real one does at its batch boundaries: each time the cluster is
+looked at it answers the pending savepoint requests (publishing the savepoint), and a look
+later its process has ended after a savepoint with cancel.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from streamops import control, intents, restore, savepoint_restart, savepoint_taking
+from streamops.exceptions import JobError, SavepointNotFound
+from streamops.layout import append_jsonl
+from streamops.settings import PROJECT_ROOT, Settings
+from streamops.spec import JobSpec, load_spec
+
+JOB = "fleet-pings"
+V1 = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
+
+
+@dataclass
+class FakeCluster:
+    settings: Settings
+    spec: JobSpec
+    driver: str | None = "driver-1"  # the job's live driver (None: not running)
+    app: int = 1
+    savepoints: set[str] = field(default_factory=set)
+    calls: list[str] = field(default_factory=list)
+    answering: bool = True  # the driver answers at its next look
+    stopping: str | None = None  # the driver that answered a cancel: gone at the next look
+    submitted: int = 0
+
+    # the driver, at a batch boundary
+    def _boundary(self) -> None:
+        if self.stopping is not None:
+            self.calls.append(f"ended {self.stopping}")
+            self.driver = self.stopping = None
+        if not self.answering or self.driver is None:
+            return
+        for request in control.pending_requests(self.settings.layout, JOB):
+            self.savepoints.add(str(request.name))
+            self.calls.append(f"savepoint {request.name} cancel={request.cancel}")
+            control.write_result(self.settings.layout, JOB, request, ok=True, message="saved",
+                                 detail={"savepoint": request.name, "handover": False})
+            if request.cancel:
+                self.stopping = self.driver
+
+    # the job registry
+    def view(self, job: str) -> Any:
+        self._boundary()
+        live = self.driver is not None
+        return SimpleNamespace(name=job, is_live=live, driver_id=self.driver, stages={},
+                               status={"app_id": f"app-{self.app}"} if live else {},
+                               state="RUNNING" if live else "FINISHED")  # fmt: skip
+
+    def list(self) -> list[Any]:
+        return [self.view(JOB)]
+
+    def names(self) -> list[str]:
+        return [JOB]
+
+    def driver_live(self, driver: str) -> bool:
+        self._boundary()
+        return driver == self.driver
+
+    def wait_healthy(self, job: str, *, timeout: float, since_driver: str | None = None) -> Any:
+        self.calls.append(f"verify {since_driver}")
+        if self.driver is None:
+            raise JobError(f"job {job} is not running")
+        return self.view(job)
+
+    def cancel(self, job: str) -> list[str]:
+        self.calls.append(f"cancel {self.driver}")
+        killed, self.driver = self.driver, None
+        return [killed] if killed else []
+
+    # the submission
+    def start(self, spec: JobSpec, settings: Settings, savepoint: str, stages: Any,
+              **_: Any) -> str:  # fmt: skip
+        if self.driver is not None:
+            raise JobError(f"job {spec.name} is already running")
+        self.submitted += 1
+        self.app += 1
+        self.driver = f"driver-{self.app}"
+        self.calls.append(f"submit v{spec.version} from {savepoint} as {self.driver}")
+        append_jsonl(settings.layout.submissions_file(spec.name),
+                     {"event": "submitted", "driver_id": self.driver, "at": time.time()})
+        return self.driver
+
+    def count(self, prefix: str) -> int:
+        return sum(call.startswith(prefix) for call in self.calls)
+
+
+def install(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> FakeCluster:
+    cluster = FakeCluster(settings, load_spec(V1))
+    registry = lambda *_: cluster  # noqa: E731
+    for module in (savepoint_restart, savepoint_taking, intents):
+        monkeypatch.setattr(module, "JobRegistry", registry)
+    monkeypatch.setattr(savepoint_restart, "current_spec", lambda *_: cluster.spec)
+
+    def get_savepoint(layout: Any, name: str, job: str | None = None) -> Any:
+        if name not in cluster.savepoints:
+            raise SavepointNotFound(f"no savepoint {name}")
+        return SimpleNamespace(stages={"vehicles": 1})
+
+    monkeypatch.setattr(savepoint_restart, "get_savepoint", get_savepoint)
+    monkeypatch.setattr(savepoint_taking.savepoints, "get_savepoint", get_savepoint)
+    monkeypatch.setattr(restore, "start_from_savepoint", cluster.start)
+
+    def wait_driver_ended(settings: Settings, job: str, driver: str | None,
+                          timeout: float = 0) -> None:  # fmt: skip
+        for _ in range(3):  # the driver ends at its next look after a cancel
+            if not cluster.driver_live(str(driver)):
+                return
+        raise JobError(f"job {job}: driver {driver} still running")
+
+    monkeypatch.setattr(savepoint_taking, "wait_driver_ended", wait_driver_ended)
+    return cluster
+
+
+def settings_at(tmp_path: Path) -> Settings:
+    return Settings.from_env({}, state_root=str(tmp_path))
