@@ -5,8 +5,7 @@ therefore imports only :mod:`argparse` at its top, and anything heavy (pydantic 
 Spark's client, FastAPI, rich) inside its handler. Two helpers serve the cases where the
 parser itself needs something from a heavy module:
 
-- :class:`LazyChoices`: an argument's ``choices`` read from a module on first use (when the
-  argument is parsed or its help shown);
+- :func:`choice_of`: an argument's allowed values read from a module when it is parsed;
 - :func:`handler`: a verb handler living in a heavy module, imported when the verb runs.
 """
 
@@ -14,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
@@ -23,32 +22,21 @@ if TYPE_CHECKING:
 Handler = Callable[[argparse.Namespace, "Settings"], int]
 
 
-class LazyChoices(Sequence[str]):
-    """The tuple ``module.attribute``, imported on first use.
+def choice_of(module: str, attribute: str) -> Callable[[str], str]:
+    """An argument ``type`` accepting the values of the tuple ``module.attribute``, imported
+    when a value is parsed (never while the parser is built or its help shown; say the values
+    in the help text)."""
 
-    Give the argument a ``metavar``: argparse then iterates the choices only to validate a
-    value or to expand ``%(choices)s`` in a help text, never while the parser is built."""
+    def check(value: str) -> str:
+        allowed = tuple(getattr(importlib.import_module(module), attribute))
+        if value not in allowed:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice {value!r} (choose from {', '.join(allowed)})"
+            )
+        return value
 
-    def __init__(self, module: str, attribute: str) -> None:
-        self.module, self.attribute = module, attribute
-        self._values: tuple[str, ...] | None = None
-
-    def _load(self) -> tuple[str, ...]:
-        if self._values is None:
-            self._values = tuple(getattr(importlib.import_module(self.module), self.attribute))
-        return self._values
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._load()[index]
-
-    def __len__(self) -> int:
-        return len(self._load())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._load())
-
-    def __contains__(self, value: object) -> bool:
-        return value in self._load()
+    check.__name__ = attribute.lower()
+    return check
 
 
 def handler(module: str, function: str) -> Handler:
