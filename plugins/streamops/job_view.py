@@ -21,12 +21,13 @@ class JobView:
     is_live: bool
     driver_id: str | None
     driver_state: str | None
-    worker: str | None
+    worker: str | None  # node name (worker-2); the address when it has none
     last_batch_age: float | None
     input_rows_per_second: float | None
     processed_rows_per_second: float | None
     status: dict[str, Any] = field(default_factory=dict, repr=False)
     standby: str | None = None  # a hot job's live standby driver ("driver-… armed")
+    worker_address: str | None = None  # the worker's host:port as the master lists it
 
     @property
     def stages(self) -> dict[str, dict[str, Any]]:

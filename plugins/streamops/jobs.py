@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from streamops.cluster.client import DriverInfo, MasterClient
+from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
+from streamops.cluster.worker_names import WorkerNames, worker_names
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.layout import append_jsonl, read_json
@@ -128,6 +129,7 @@ class JobRegistry:
         finished = next((d for c in candidates for d in done if d.id == c), None)
         state = _state(status, live, app_live, finished)
         last = _last_batch_at(status)
+        names = self._worker_names(master) if live and live.worker else None
         return JobView(
             name=name,
             version=status.get("version") or (submitted[-1].get("version") if submitted else None),
@@ -135,13 +137,18 @@ class JobRegistry:
             is_live=live is not None or app_live,
             driver_id=live.id if live else (status.get("driver_id") if app_live else None),
             driver_state=(live or finished).state if (live or finished) else None,
-            worker=_worker_address(master, live.worker) if live else None,
+            worker=names.name(live.worker) if live and names else None,
+            worker_address=names.address(live.worker) if live and names else None,
             last_batch_age=round(time.time() - last, 1) if last else None,
             input_rows_per_second=_rate(status, "input_rows_per_second"),
             processed_rows_per_second=_rate(status, "processed_rows_per_second"),
             status=status,
             standby=self._standby(name, submitted, active, live.id if live else None),
         )
+
+    def _worker_names(self, master: dict[str, Any]) -> WorkerNames:
+        entries = [WorkerInfo.from_json(w) for w in master.get("workers") or []]
+        return worker_names(self.layout.logs_dir, entries)
 
     def _standby(
         self, name: str, submitted: list[dict[str, Any]], active: list[DriverInfo],
@@ -319,10 +326,3 @@ def _last_batch_at(status: dict[str, Any]) -> float | None:
 def _rate(status: dict[str, Any], key: str) -> float | None:
     values = [s.get(key) for s in (status.get("stages") or {}).values() if s.get(key) is not None]
     return round(sum(values), 1) if values else None
-
-
-def _worker_address(master: dict[str, Any], worker_id: str) -> str | None:
-    for w in master.get("workers") or []:
-        if w.get("id") == worker_id:
-            return f"{w.get('host')}:{w.get('port')}"
-    return worker_id or None

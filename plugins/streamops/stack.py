@@ -24,6 +24,7 @@ from streamops.exceptions import ProcessError
 from streamops.jobs import JobRegistry
 from streamops.services import start_service, stop_services
 from streamops.settings import Settings
+from streamops.sim.background import command as simulator_command
 from streamops.spec import load_spec
 
 log = logging.getLogger("streamops.stack")
@@ -40,16 +41,15 @@ class StackOptions:
 
 
 def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list[str]]:
-    py, journals = sys.executable, settings.layout.journals_dir
+    """fleetsim-beta and fleetsim-alpha as ``streamops sim start`` runs them, with journals."""
+    journals = settings.layout.journals_dir
     common = ["--rate", str(opts.rate), "--vehicles", str(opts.vehicles)]
     return {
-        "fleetsim-beta": [py, "-m", "streamops", "--state-root", str(settings.state_root),
-                          "sim", "beta", "--port", str(opts.beta_port),
-                          "--data-dir", str(settings.layout.beta_dir),
-                          "--journal", str(journals / "beta.jsonl"), *common],
-        "fleetsim-alpha": [py, "-m", "streamops", "--state-root", str(settings.state_root),
-                           "sim", "alpha", "--dir", str(settings.layout.alpha_dir),
-                           "--journal", str(journals / "alpha.jsonl"), *common],
+        "fleetsim-beta": simulator_command(settings, "beta", [
+            "--port", str(opts.beta_port), "--journal", str(journals / "beta.jsonl"), *common]),
+        "fleetsim-alpha": simulator_command(settings, "alpha", [
+            "--dir", str(settings.layout.alpha_dir),
+            "--journal", str(journals / "alpha.jsonl"), *common]),
     }  # fmt: skip
 
 

@@ -1,6 +1,9 @@
 """The ``streamops`` command line: every operation of the project from a terminal.
 
-Each group of verbs lives in its own module and registers its sub-commands here.
+Each group of verbs lives in its own module and registers its sub-commands here. Building
+the parser imports no heavy library (see :mod:`streamops.cli.deferred`): ``--help`` answers
+at once, and a verb imports what it needs when it runs. Tables go through
+:mod:`streamops.cli.tables`, which fits them to the terminal's width.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import sys
 from collections.abc import Sequence
 
 from streamops.exceptions import StreamopsError
-from streamops.settings import Settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        from streamops.settings import Settings
+
         settings = Settings.from_env(state_root=args.state_root)
         return int(args.handler(args, settings) or 0)
     except StreamopsError as exc:

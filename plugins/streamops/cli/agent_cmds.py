@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from streamops.cli.tables import Listing
 
-from streamops.agent.registry import Agents
-from streamops.releases import ReleaseStore
-from streamops.settings import Settings
+if TYPE_CHECKING:
+    from streamops.settings import Settings
 
 
 def register(sub: Any) -> None:
@@ -47,19 +45,24 @@ def run_agent(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def releases_table(root: str, known: list[str], active: str | None) -> Listing:
+    """The jar releases under ``root``, the active one starred."""
+    table = Listing(f"jar releases under {root}", ("release", "active"))
+    for name in known:
+        table.add(name, "*" if name == active else "")
+    return table
+
+
 def run_release_list(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.releases import ReleaseStore
+
     store = ReleaseStore(settings)
-    active = store.active()
-    table = Table(title=f"jar releases under {store.root}")
-    table.add_column("release")
-    table.add_column("active")
-    for name in store.known():
-        table.add_row(name, "*" if name == active else "")
-    Console().print(table)
+    releases_table(str(store.root), store.known(), store.active()).print()
     return 0
 
 
 def run_release_switch(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.agent.registry import Agents
     from streamops.cluster_restart import switch_release_on_nodes
 
     switch_release_on_nodes(Agents(settings), args.release)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from streamops.cli.tables import Listing, console
 
-from streamops.settings import Settings
-
-console = Console()
+if TYPE_CHECKING:
+    from streamops.settings import Settings
 
 
 def register(sub: Any) -> None:
@@ -42,26 +40,30 @@ def login_lines(stack: Any) -> str:
 def cmd_start(args: argparse.Namespace, settings: Settings) -> int:
     stack = _stack(settings, args.port)
     stack.start()
-    console.print("[bold green]Airflow is running.[/]\n" + login_lines(stack))
+    console().print("[bold green]Airflow is running.[/]\n" + login_lines(stack))
     return 0
 
 
 def cmd_stop(args: argparse.Namespace, settings: Settings) -> int:
     stopped = _stack(settings).stop()
-    console.print(f"stopped {', '.join(stopped)}" if stopped else "no Airflow process was running")
+    said = f"stopped {', '.join(stopped)}" if stopped else "no Airflow process was running"
+    console().print(said)
     return 0
+
+
+def status_table(url: str, rows: list[Any]) -> Listing:
+    """One row per Airflow component: its pid and health."""
+    table = Listing(f"Airflow at {url}", ("component", "pid", "health"), right=frozenset({"pid"}))
+    for row in rows:
+        table.add(row.component, str(row.pid or "-"), row.health or "-")
+    return table
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     stack = _stack(settings)
-    table = Table(title=f"Airflow at {stack.options.url}")
-    for col in ("component", "pid", "health"):
-        table.add_column(col)
     rows = stack.status()
-    for row in rows:
-        table.add_row(row.component, str(row.pid or "-"), row.health or "-")
-    console.print(table)
+    status_table(stack.options.url, rows).print()
     if all(r.pid for r in rows):
-        console.print(login_lines(stack))
+        console().print(login_lines(stack))
         return 0
     return 1

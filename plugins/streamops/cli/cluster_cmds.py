@@ -9,64 +9,81 @@ root from the settings (``STREAMOPS_*``). Other command modules reuse
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from streamops.cli.tables import Listing
 
-from streamops.cluster.local import LocalCluster
-from streamops.cluster.profile import ClusterProfile
-from streamops.cluster.status import ClusterStatus
-from streamops.settings import Settings
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from streamops.cluster.local import LocalCluster
+    from streamops.cluster.profile import ClusterProfile
+    from streamops.cluster.status import ClusterStatus, WorkerStatus
+    from streamops.settings import Settings
+
+WORKER_COLUMNS = ("worker", "address", "state", "cores", "memory MiB", "pid", "master id")
 
 
 def local_cluster(settings: Settings, profile: ClusterProfile | None = None) -> LocalCluster:
     """The local cluster of ``settings``, shaped by ``<config_dir>/cluster/local.yaml``."""
+    from streamops.cluster.local import LocalCluster
+    from streamops.cluster.profile import ClusterProfile
+
     if profile is None:
         profile = ClusterProfile.for_config_dir(settings.config_dir)
     return LocalCluster(settings, profile)
 
 
-def status_table(status: ClusterStatus) -> Table:
-    """A rich table: one row per worker, the master in the title."""
+def _worker_state(worker: WorkerStatus, alive: set[str]) -> str:
+    """The master's state; a gone worker whose node runs again says so."""
+    if worker.state in ("DEAD", "DECOMMISSIONED") and worker.name in alive:
+        return f"{worker.state} (earlier run)"
+    return worker.state
+
+
+def status_table(status: ClusterStatus) -> Listing:
+    """One row per worker: running ones first, then those the master lists as DEAD or
+    DECOMMISSIONED; the master in the title."""
     if status.master_alive:
         alive = f"{status.master_status} (pid {status.master_pid or '-'})"
     else:
         alive = "NOT RUNNING" + (f" (pid {status.master_pid})" if status.master_pid else "")
-    table = Table(
-        title=f"master {status.master_url}: {alive}",
+    table = Listing(
+        f"master {status.master_url}: {alive}",
+        WORKER_COLUMNS,
         caption=f"web UI {status.webui_url}, REST {status.rest_url}; "
         f"{len(status.apps)} app(s), {len(status.drivers)} driver(s)",
+        right=frozenset({"cores", "memory MiB", "pid"}),
     )
-    table.add_column("worker", no_wrap=True)
-    table.add_column("id", overflow="fold")
-    table.add_column("state", no_wrap=True)
-    table.add_column("cores", justify="right", no_wrap=True)
-    table.add_column("memory MiB", justify="right", no_wrap=True)
-    table.add_column("pid", justify="right", no_wrap=True)
-    for w in status.workers:
-        table.add_row(
+    running = {w.name for w in status.workers if w.name and w.state == "ALIVE"}
+    for w in (*status.workers, *status.gone):
+        table.add(
             w.name or "(not ours)",
-            w.id or "-",
-            w.state,
+            w.address or "-",
+            _worker_state(w, running),
             f"{w.coresused}/{w.cores}",
             f"{w.memoryused}/{w.memory}",
             str(w.pid) if w.pid else "-",
+            w.id or "-",
         )
     return table
 
 
-def print_status(status: ClusterStatus, console: Console | None = None) -> None:
-    """Print the status table and, if any, the active drivers."""
-    console = console or Console()
-    console.print(status_table(status))
+def drivers_table(status: ClusterStatus) -> Listing:
+    """The master's active drivers, each on its worker's node name."""
+    table = Listing("active drivers", ("driver", "state", "worker", "cores", "memory"),
+                    right=frozenset({"cores", "memory"}))  # fmt: skip
+    for d in status.drivers:
+        worker = status.names.label(d.worker) if d.worker else "-"
+        table.add(d.id, d.state, worker, str(d.cores), f"{d.memory} MiB")
+    return table
+
+
+def print_status(status: ClusterStatus, out: Console | None = None) -> None:
+    """Print the workers table and, if any, the active drivers."""
+    status_table(status).print(out)
     if status.drivers:
-        drivers = Table(title="active drivers")
-        for column in ("driver", "state", "worker", "cores", "memory"):
-            drivers.add_column(column)
-        for d in status.drivers:
-            drivers.add_row(d.id, d.state, d.worker or "-", str(d.cores), f"{d.memory} MiB")
-        console.print(drivers)
+        drivers_table(status).print(out)
 
 
 def register(sub: Any) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from streamops.cli.tables import Listing, console, styled
 
-from streamops.settings import Settings
+if TYPE_CHECKING:
+    from rich.console import Console
 
-console = Console()
+    from streamops.settings import Settings
+
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
 
 
@@ -66,34 +67,42 @@ def cmd_health(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if report.ok else 1
 
 
-def print_report(report: Any) -> None:
-    table = Table(title=f"health at {_when(report.at)}: {report.level.value.upper()}")
-    for col in ("group", "check", "level", "message"):
-        table.add_column(col)
+def report_table(report: Any) -> Listing:
+    """One row per check; the message last, wrapping."""
+    table = Listing(f"health at {_when(report.at)}: {report.level.value.upper()}",
+                    ("group", "check", "level", "message"))  # fmt: skip
     for r in report.results:
         level = r.level.value
-        table.add_row(r.group, r.name, f"[{_STYLE[level]}]{level}[/]", r.message)
-    console.print(table)
+        table.add(r.group, r.name, styled(level, _STYLE[level]), r.message)
+    return table
 
 
-def print_history(records: list[dict[str, Any]]) -> None:
-    if not records:
-        console.print("no health check has been recorded yet (run `streamops health`)")
-        return
-    table = Table(title=f"health history (last {len(records)} runs, oldest first)")
-    for col in ("time", "by", "level", "failed / warned", "summary"):
-        table.add_column(col)
+def print_report(report: Any, out: Console | None = None) -> None:
+    report_table(report).print(out)
+
+
+def history_table(records: list[dict[str, Any]]) -> Listing:
+    """One row per recorded run, oldest first; its summary last, wrapping."""
+    table = Listing(f"health history (last {len(records)} runs, oldest first)",
+                    ("time", "by", "level", "failed / warned", "summary"))  # fmt: skip
     for rec in records:
         level = str(rec.get("level", "?"))
         counts = [r.get("level") for r in rec.get("results") or []]
-        table.add_row(
+        table.add(
             _when(float(rec.get("at") or 0)),
             str(rec.get("source", "")),
-            f"[{_STYLE.get(level, '')}]{level}[/]",
+            styled(level, _STYLE.get(level, "")),
             f"{counts.count('fail')} / {counts.count('warn')}",
             str(rec.get("summary", "")),
         )
-    console.print(table)
+    return table
+
+
+def print_history(records: list[dict[str, Any]], out: Console | None = None) -> None:
+    if not records:
+        (out or console()).print("no health check has been recorded yet (run `streamops health`)")
+        return
+    history_table(records).print(out)
 
 
 def _when(at: float) -> str:

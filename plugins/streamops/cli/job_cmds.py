@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from rich.console import Console
-from rich.table import Table
-
+from streamops.cli.tables import Listing, console
 from streamops.exceptions import ConfigError
-from streamops.job_view import JobView
-from streamops.jobs import JobRegistry
-from streamops.settings import Settings
-from streamops.spec import JobSpec, load_spec, spec_from_dict
 
-console = Console()
+if TYPE_CHECKING:
+    from streamops.job_view import JobView
+    from streamops.settings import Settings
+    from streamops.spec import JobSpec
 
 
 def register(sub: Any) -> None:
@@ -46,16 +42,21 @@ def register(sub: Any) -> None:
 
 
 def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.spec import load_spec
     from streamops.submit import submit_job
 
     spec = with_args(load_spec(args.spec), args.arg)
     driver = submit_job(spec, settings, wait_healthy=args.wait or None)
-    console.print(f"job [bold]{spec.name}[/] v{spec.version} submitted as driver {driver}")
+    console().print(f"job [bold]{spec.name}[/] v{spec.version} submitted as driver {driver}")
     return 0
 
 
 def with_args(spec: JobSpec, overrides: list[str]) -> JobSpec:
     """``spec`` with ``KEY=VALUE`` overrides of its args (values parsed as YAML scalars)."""
+    import yaml
+
+    from streamops.spec import spec_from_dict
+
     updated = dict(spec.args)
     for item in overrides:
         key, sep, value = item.partition("=")
@@ -70,34 +71,44 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return "-" if value is None else f"{value:g}{unit}"
 
 
-def jobs_table(views: list[JobView]) -> Table:
-    table = Table(title="jobs")
-    for col in ("name", "version", "state", "driver", "worker", "standby", "last batch",
-                "in rows/s", "processed rows/s"):  # fmt: skip
-        table.add_column(col)
+JOB_COLUMNS = ("name", "version", "state", "driver", "worker", "standby", "last batch",
+               "in rows/s", "processed rows/s")  # fmt: skip
+
+
+def jobs_table(views: list[JobView]) -> Listing:
+    """One row per job; the worker by its node name with its address beside it."""
+    from streamops.cluster.worker_names import worker_label
+
+    table = Listing("jobs", JOB_COLUMNS, right=frozenset(JOB_COLUMNS[-2:]))
     for v in views:
-        table.add_row(
-            v.name, v.version or "-", v.state, v.driver_id or "-", v.worker or "-",
-            v.standby or "-", _fmt(v.last_batch_age, " s ago"), _fmt(v.input_rows_per_second),
+        table.add(
+            v.name, v.version or "-", v.state, v.driver_id or "-",
+            worker_label(v.worker, v.worker_address), v.standby or "-",
+            _fmt(v.last_batch_age, " s ago"), _fmt(v.input_rows_per_second),
             _fmt(v.processed_rows_per_second),
         )  # fmt: skip
     return table
 
 
 def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.jobs import JobRegistry
+
     views = JobRegistry(settings).list()
     if args.json:
         fields = (
             "name", "version", "state", "is_live", "driver_id", "driver_state", "worker",
-            "standby", "last_batch_age", "input_rows_per_second", "processed_rows_per_second",
+            "worker_address", "standby", "last_batch_age", "input_rows_per_second",
+            "processed_rows_per_second",
         )  # fmt: skip
         print(json.dumps([{f: getattr(v, f) for f in fields} for v in views], indent=2))
     else:
-        console.print(jobs_table(views))
+        jobs_table(views).print()
     return 0
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.jobs import JobRegistry
+
     view = JobRegistry(settings).view(args.name)
     doc = {"state": view.state, "healthy": view.healthy, "standby": view.standby, **view.status}
     print(json.dumps(doc, indent=2))
@@ -105,6 +116,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.jobs import JobRegistry
+
     killed = JobRegistry(settings).cancel(args.name)
-    console.print(f"job [bold]{args.name}[/] cancelled (driver {', '.join(killed)})")
+    console().print(f"job [bold]{args.name}[/] cancelled (driver {', '.join(killed)})")
     return 0

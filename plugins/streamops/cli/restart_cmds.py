@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from streamops.cli.deferred import choice_of
+from streamops.cli.tables import print_fields
 
-from streamops.restart import MODES
-from streamops.settings import Settings
-
-console = Console()
+if TYPE_CHECKING:
+    from streamops.settings import Settings
 
 
 def register(sub: Any) -> None:
@@ -20,8 +19,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("job")
     p.add_argument(
-        "--mode", choices=MODES, default="savepoint",
-        help="savepoint: graceful (default); last-checkpoint: for a job too sick to savepoint",
+        "--mode", type=choice_of("streamops.restart", "MODES"), default="savepoint",
+        metavar="MODE", help="savepoint: graceful (default); last-checkpoint: "
+        "for a job too sick to savepoint",
     )  # fmt: skip
     p.add_argument("--savepoint", help="savepoint name (savepoint mode; default: generated)")
     p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
@@ -33,9 +33,11 @@ def cmd_restart(args: argparse.Namespace, settings: Settings) -> int:
 
     outcome = restart_job(settings, args.job, args.mode, savepoint=args.savepoint,
                           health_timeout=args.timeout)  # fmt: skip
-    via = f"from savepoint {outcome.savepoint}" if outcome.savepoint else "from its checkpoints"
-    console.print(
-        f"job [bold]{outcome.job}[/] v{outcome.version} restarted {via} (stop {outcome.stop_s}s, "
-        f"start {outcome.start_s}s), driver {outcome.driver_id}"
-    )
+    print_fields(f"job {outcome.job} restarted", [
+        ("version", outcome.version),
+        ("from", f"savepoint {outcome.savepoint}" if outcome.savepoint else "its checkpoints"),
+        ("stop", f"{outcome.stop_s} s"),
+        ("start", f"{outcome.start_s} s"),
+        ("driver", outcome.driver_id),
+    ])  # fmt: skip
     return 0

@@ -11,23 +11,14 @@ import json
 import re
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-
+from streamops.cli.tables import Listing, console
 from streamops.exceptions import ConfigError
-from streamops.savepoints import (
-    RetentionPolicy,
-    SavepointInfo,
-    apply_retention,
-    delete_savepoint,
-    list_savepoints,
-    protected_savepoints,
-)
-from streamops.settings import Settings
 
-console = Console()
+if TYPE_CHECKING:
+    from streamops.savepoints import SavepointInfo
+    from streamops.settings import Settings
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
@@ -79,39 +70,43 @@ def _time(ts: float) -> str:
     return datetime.fromtimestamp(ts).isoformat(timespec="milliseconds")
 
 
-def savepoints_table(infos: list[SavepointInfo]) -> Table:
-    table = Table(title="savepoints")
-    table.add_column("TIME", no_wrap=True, min_width=23)
-    table.add_column("SIZE", no_wrap=True, justify="right")
-    for col in ("JOB", "NAME", "VERSION", "STAGES"):
-        table.add_column(col, overflow="fold")
+def savepoints_table(infos: list[SavepointInfo]) -> Listing:
+    """Newest first; the stages last, wrapping."""
+    table = Listing("savepoints", ("TIME", "SIZE", "JOB", "NAME", "VERSION", "STAGES"),
+                    right=frozenset({"SIZE"}))  # fmt: skip
     for i in infos:
-        table.add_row(_time(i.created_at), human_bytes(i.bytes), i.job, i.name, i.version,
-                      ", ".join(i.stages))  # fmt: skip
+        table.add(_time(i.created_at), human_bytes(i.bytes), i.job, i.name, i.version,
+                  ", ".join(i.stages))  # fmt: skip
     return table
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.savepoints import list_savepoints
+
     infos = list_savepoints(settings.layout, args.job)
     if args.json:
         rows = [{**asdict(i), "time": _time(i.created_at), "path": str(i.path)} for i in infos]
         print(json.dumps(rows, indent=2))
     elif not infos:
         whose = f" of job {args.job}" if args.job else ""
-        console.print(f"no savepoints{whose} in {settings.layout.savepoints_dir}")
+        console().print(f"no savepoints{whose} in {settings.layout.savepoints_dir}")
     else:
-        console.print(savepoints_table(infos))
+        savepoints_table(infos).print()
     return 0
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.savepoints import delete_savepoint, protected_savepoints
+
     layout = settings.layout
     delete_savepoint(layout, args.name, protected=protected_savepoints(layout))
-    console.print(f"savepoint [bold]{args.name}[/] deleted")
+    console().print(f"savepoint [bold]{args.name}[/] deleted")
     return 0
 
 
 def cmd_retain(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.savepoints import RetentionPolicy, apply_retention, protected_savepoints
+
     if args.keep_last is None and args.max_age is None:
         raise ConfigError("retain: give --keep-last N and/or --max-age AGE (e.g. 7d)")
     if args.keep_last is not None and args.keep_last < 1:
@@ -121,12 +116,13 @@ def cmd_retain(args: argparse.Namespace, settings: Settings) -> int:
     layout = settings.layout
     protected = protected_savepoints(layout)
     names = apply_retention(layout, policy, protected=protected, dry_run=args.dry_run)
+    out = console()
     if not names:
-        console.print("retain: nothing to delete")
+        out.print("retain: nothing to delete")
     else:
         verb = "would delete" if args.dry_run else "deleted"
-        console.print(f"retain: {verb} {len(names)} savepoint(s): {', '.join(names)}")
+        out.print(f"retain: {verb} {len(names)} savepoint(s): {', '.join(names)}")
     kept = sorted(protected)
     if kept:
-        console.print(f"protected (running jobs were started from them): {', '.join(kept)}")
+        out.print(f"protected (running jobs were started from them): {', '.join(kept)}")
     return 0

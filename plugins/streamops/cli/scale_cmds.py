@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from streamops.settings import Settings
+from streamops.cli.tables import console, print_fields
+
+if TYPE_CHECKING:
+    from streamops.settings import Settings
 
 
 def register(sub: Any) -> None:
@@ -31,10 +34,14 @@ def run_scale(args: argparse.Namespace, settings: Settings) -> int:
         result = scale.add_worker(settings, args.add)
     else:
         result = scale.remove_worker(settings, args.remove)
-    print(result.summary())
+    print_fields("scaled", [
+        ("started", ", ".join(result.started) or "none"),
+        ("removed", ", ".join(result.removed) or "none"),
+        ("running", f"{', '.join(result.running) or 'none'} ({len(result.running)} workers)"),
+    ])  # fmt: skip
     if not args.no_verify:
         scale.verify_batches_continue(settings, before)
         for job in scale.rebalance_candidates(settings):
-            print(f"job {job} cannot use the free cores; rebalancing it")
+            console().print(f"job {job} cannot use the free cores; rebalancing it")
             scale.rebalance(settings, job)
     return 0

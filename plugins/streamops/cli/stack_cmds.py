@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from streamops.cli.tables import Listing, console
 
-from streamops.settings import PROJECT_ROOT, Settings
+if TYPE_CHECKING:
+    from streamops.settings import Settings
 
-console = Console()
-DEFAULT_SPEC = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "up", help="start the local cluster, both simulators, the dashboard and the fleet-pings job"
     )
-    p.add_argument("--spec", default=str(DEFAULT_SPEC), help="job spec to run")
+    p.add_argument("--spec", help="job spec to run (default: config/jobs/fleet-pings.yaml)")
     p.add_argument("--beta-port", type=int, default=8000, help="port of fleetsim-beta")
     p.add_argument("--rate", type=float, default=20.0, help="pings/s of each simulator")
     p.add_argument("--vehicles", type=int, default=50, help="vehicles of each simulator")
@@ -36,18 +35,18 @@ def register(sub: Any) -> None:
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
-    from pathlib import Path
-
+    from streamops.settings import PROJECT_ROOT
     from streamops.stack import StackOptions, up
 
+    spec = args.spec or PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
     opts = StackOptions(
-        spec=Path(args.spec), beta_port=args.beta_port, rate=args.rate,
+        spec=Path(spec), beta_port=args.beta_port, rate=args.rate,
         vehicles=args.vehicles, wait=args.wait, airflow=not args.no_airflow,
     )  # fmt: skip
     up(settings, opts)
     layout = settings.layout
     airflow = "" if args.no_airflow else _airflow_lines(settings)
-    console.print(
+    console().print(
         "\n[bold green]fleet-pings is running.[/]\n"
         f"  Spark master UI   {settings.webui_url}\n"
         f"  fleetsim-beta     http://127.0.0.1:{args.beta_port}/pings?since=0&limit=5\n"
@@ -74,8 +73,19 @@ def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.stack import down
 
     down(settings)
-    console.print("local stack stopped")
+    console().print("local stack stopped")
     return 0
+
+
+def vehicles_table(rows: list[Any], total: int) -> Listing:
+    """The newest rows of the ``vehicles`` table (``total`` VINs in all)."""
+    columns = ("vin", "source", "sequence", "latitude", "longitude", "speed", "heading")
+    table = Listing(f"vehicles ({total} VINs, newest {len(rows)})", columns,
+                    right=frozenset(columns[2:]))  # fmt: skip
+    for r in rows:
+        table.add(r.vin, r.source, str(r.sequence), f"{r.latitude:.5f}",
+                  f"{r.longitude:.5f}", f"{r.speed:.1f}", f"{r.heading:.1f}")  # fmt: skip
+    return table
 
 
 def cmd_vehicles(args: argparse.Namespace, settings: Settings) -> int:
@@ -88,11 +98,5 @@ def cmd_vehicles(args: argparse.Namespace, settings: Settings) -> int:
     with engine.connect() as conn:
         total = conn.execute(select(func.count()).select_from(t)).scalar_one()
         rows = conn.execute(select(t).order_by(t.c.updated_at.desc()).limit(args.limit)).all()
-    table = Table(title=f"vehicles ({total} VINs, newest {len(rows)})")
-    for col in ("vin", "source", "sequence", "latitude", "longitude", "speed", "heading"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r.vin, r.source, str(r.sequence), f"{r.latitude:.5f}",
-                      f"{r.longitude:.5f}", f"{r.speed:.1f}", f"{r.heading:.1f}")  # fmt: skip
-    console.print(table)
+    vehicles_table(rows, total).print()
     return 0

@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from streamops.cli.deferred import choice_of
+from streamops.cli.tables import console, print_fields
 
-from streamops.settings import Settings
-from streamops.spec import load_spec
-from streamops.standby import STANDBY_MODES
-
-console = Console()
+if TYPE_CHECKING:
+    from streamops.settings import Settings
 
 
 def register(sub: Any) -> None:
@@ -42,10 +40,11 @@ def register(sub: Any) -> None:
             p.add_argument("--savepoint", help="savepoint name (default: generated)")
             p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
             p.add_argument(
-                "--standby", choices=STANDBY_MODES, default="auto",
-                help="warm: start the new version's driver as a warm standby before stopping "
-                "the old one (a gap of seconds; needs a free core for it); cold: after; auto "
-                "(default): warm if a worker has a free core",
+                "--standby", type=choice_of("streamops.standby", "STANDBY_MODES"),
+                default="auto", metavar="MODE",
+                help="warm: start the new version's driver as a warm standby "
+                "before stopping the old one (a gap of seconds; needs a free core for it); "
+                "cold: after; auto (default): warm if a worker has a free core",
             )  # fmt: skip
             p.add_argument("--warm", action="store_const", dest="standby", const="warm",
                            help="same as --standby warm")  # fmt: skip
@@ -57,41 +56,47 @@ def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
 
     result = savepoint_job(settings, args.job, args.name, cancel=args.cancel,
                            timeout=args.timeout)  # fmt: skip
-    console.print(f"savepoint [bold]{args.name}[/] of {args.job}: {result.message} {result.detail}")
+    said = f"{result.message} {result.detail}"
+    console().print(f"savepoint [bold]{args.name}[/] of {args.job}: {said}")
     return 0
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.planner import describe_spec_stages
     from streamops.restore import start_from_savepoint
+    from streamops.spec import load_spec
 
     spec = load_spec(args.spec)
     stages = list(describe_spec_stages(spec, settings))
     driver = start_from_savepoint(spec, settings, args.savepoint, stages, wait_healthy=args.wait)
-    console.print(
+    console().print(
         f"job [bold]{spec.name}[/] v{spec.version} started from {args.savepoint}: {driver}"
     )
     return 0
 
 
 def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.spec import load_spec
     from streamops.upgrade import plan_upgrade
 
     plan = plan_upgrade(settings, args.job, load_spec(args.spec),
                         allow_state_drop=args.allow_state_drop)  # fmt: skip
-    console.print(plan.render(), markup=False)
+    console().print(plan.render(), markup=False)
     return 0 if plan.allowed else 1
 
 
 def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.spec import load_spec
     from streamops.upgrade import upgrade
 
     outcome = upgrade(settings, args.job, load_spec(args.spec),
                       allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,
                       health_timeout=args.timeout, standby=args.standby)  # fmt: skip
-    console.print(
-        f"job [bold]{outcome.job}[/] upgraded v{outcome.from_version} → v{outcome.to_version} "
-        f"from savepoint {outcome.savepoint} (savepoint {outcome.savepoint_s}s, "
-        f"start {outcome.start_s}s), driver {outcome.driver_id}"
-    )
+    print_fields(f"job {outcome.job} upgraded", [
+        ("version", f"v{outcome.from_version} → v{outcome.to_version}"),
+        ("savepoint", outcome.savepoint),
+        ("savepoint took", f"{outcome.savepoint_s} s"),
+        ("start took", f"{outcome.start_s} s"),
+        ("driver", outcome.driver_id),
+    ])  # fmt: skip
     return 0

@@ -1,29 +1,34 @@
 """What the local cluster looks like: pid files joined with the master's JSON.
 
-A worker started from this state root is known by its pid file; the master knows it by an
-id (``worker-<time>-<host>-<port>``). :func:`match_worker` joins the two: by the worker's
-web UI port when it is fixed, else by the RPC address the worker logged at start.
+A worker started from this state root is known by its pid file and its node name; the master
+knows it by an id (``worker-<time>-<host>-<port>``). :mod:`streamops.cluster.worker_names`
+joins the two. Workers the master remembers as DEAD or DECOMMISSIONED and that no running
+worker of ours replaced are kept apart (``ClusterStatus.gone``), so views can list them.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from streamops.cluster import daemons
 from streamops.cluster.client import AppInfo, DriverInfo, WorkerInfo
 from streamops.cluster.daemons import MASTER_NAME, PidRecord
+from streamops.cluster.worker_names import WorkerNames, match_worker, worker_names
 from streamops.settings import Settings
 
-_WORKER_ADDRESS = re.compile(r"Starting Spark worker (\S+):(\d+) with")
+__all__ = ["ClusterStatus", "WorkerStatus", "build_status", "match_worker", "tail",
+           "worker_sort_key"]
+
+GONE_STATES = frozenset({"DEAD", "DECOMMISSIONED"})
+"""States of a worker the master remembers but that no longer runs."""
 
 
 @dataclass(frozen=True)
 class WorkerStatus:
-    """One worker: ``name`` is ``None`` for a worker this state root did not start."""
+    """One worker: ``name`` is its node name, ``None`` for a worker this state root did not
+    start; ``address`` is its RPC ``host:port`` as the master lists it."""
 
     name: str | None
     id: str | None
@@ -34,11 +39,16 @@ class WorkerStatus:
     memoryused: int
     pid: int | None
     webui: str | None
+    address: str | None = None
 
 
 @dataclass(frozen=True)
 class ClusterStatus:
-    """The cluster as seen from the pid files and the master's JSON."""
+    """The cluster as seen from the pid files and the master's JSON.
+
+    ``workers``: the running workers of this state root (by node name) and live workers
+    registered from elsewhere; ``gone``: DEAD or DECOMMISSIONED entries the master still
+    lists, newest first, named when this state root started them."""
 
     master_url: str
     webui_url: str
@@ -49,22 +59,12 @@ class ClusterStatus:
     workers: tuple[WorkerStatus, ...]
     drivers: tuple[DriverInfo, ...]
     apps: tuple[AppInfo, ...]
+    gone: tuple[WorkerStatus, ...] = ()
+    names: WorkerNames = WorkerNames({}, {})
 
     @property
     def alive_workers(self) -> tuple[WorkerStatus, ...]:
         return tuple(w for w in self.workers if w.state == "ALIVE")
-
-
-def worker_address_from_log(record: PidRecord, limit: int = 256 * 1024) -> tuple[str, int] | None:
-    """The RPC ``(host, port)`` a worker logged at start (``Starting Spark worker h:p``)."""
-    try:
-        with open(record.log, "rb") as fh:
-            fh.seek(record.log_offset)
-            text = fh.read(limit).decode(errors="replace")
-    except FileNotFoundError:
-        return None
-    match = _WORKER_ADDRESS.search(text)
-    return (match.group(1), int(match.group(2))) if match else None
 
 
 def tail(path: Path, lines: int = 20, offset: int = 0) -> str:
@@ -77,20 +77,6 @@ def tail(path: Path, lines: int = 20, offset: int = 0) -> str:
         return f"(no log at {path})"
     text = data.decode(errors="replace").rstrip("\n")
     return "\n".join(text.splitlines()[-lines:]) or f"(log {path} is empty)"
-
-
-def match_worker(record: PidRecord, workers: list[WorkerInfo]) -> WorkerInfo | None:
-    """The master's entry for the worker of ``record``: by web UI port when it is fixed,
-    else by the RPC address in its log. A live entry wins over a dead earlier one."""
-    webui = record.ports.get("webui", 0)
-    if webui:
-        found = [w for w in workers if urlsplit(w.webuiaddress).port == webui]
-    else:
-        address = worker_address_from_log(record)
-        found = [w for w in workers if address and (w.host, w.port) == address]
-    if not found:
-        return None
-    return max(found, key=lambda w: (w.state != "DEAD", w.id))
 
 
 def worker_sort_key(name: str) -> tuple[int, str]:
@@ -109,7 +95,7 @@ def _worker_status(
     return WorkerStatus(
         name=name, id=entry.id, state=entry.state, cores=entry.cores,
         coresused=entry.coresused, memory=entry.memory, memoryused=entry.memoryused,
-        pid=pid, webui=entry.webuiaddress,
+        pid=pid, webui=entry.webuiaddress, address=f"{entry.host}:{entry.port}",
     )
 
 
@@ -118,20 +104,24 @@ def build_status(
 ) -> ClusterStatus:
     """Join running daemons (by name) with the master's ``/json/`` (``None``: no answer).
 
-    Workers of this state root come first, in name order; workers registered from elsewhere
-    follow with ``name=None``; dead entries of the master's memory are left out.
+    Workers of this state root come first, in name order; live workers registered from
+    elsewhere follow with ``name=None``; DEAD and DECOMMISSIONED entries go to ``gone``.
     """
     entries = [WorkerInfo.from_json(w) for w in (state or {}).get("workers", [])]
-    workers, matched = [], set()
-    names = sorted((n for n, r in records.items() if r.kind == "worker"), key=worker_sort_key)
-    for name in names:
-        entry = match_worker(records[name], entries)
+    workers = {n: r for n, r in records.items() if r.kind == "worker"}
+    names = worker_names(settings.layout.logs_dir, entries, workers)
+    listed, matched = [], set()
+    for name in sorted(workers, key=worker_sort_key):
+        entry = match_worker(workers[name], entries)
         if entry is not None:
             matched.add(entry.id)
-        workers.append(_worker_status(name, records[name], entry, state is not None))
-    for entry in entries:
-        if entry.id not in matched and entry.state != "DEAD":
-            workers.append(_worker_status(None, None, entry, True))
+        listed.append(_worker_status(name, workers[name], entry, state is not None))
+    gone = []
+    for entry in sorted(entries, key=lambda e: e.id, reverse=True):
+        if entry.id in matched:
+            continue
+        named = _worker_status(names.names.get(entry.id), None, entry, True)
+        (gone if entry.state in GONE_STATES else listed).append(named)
     master = records.get(MASTER_NAME)
     return ClusterStatus(
         master_url=settings.master_url,
@@ -140,7 +130,9 @@ def build_status(
         master_alive=state is not None,
         master_status=None if state is None else str(state.get("status", "")),
         master_pid=master.pid if master else None,
-        workers=tuple(workers),
+        workers=tuple(listed),
         drivers=tuple(DriverInfo.from_json(d) for d in (state or {}).get("activedrivers", [])),
         apps=tuple(AppInfo.from_json(a) for a in (state or {}).get("activeapps", [])),
+        gone=tuple(gone),
+        names=names,
     )

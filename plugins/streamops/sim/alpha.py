@@ -22,14 +22,10 @@ from pathlib import Path
 
 from streamops.exceptions import SimulatorError
 from streamops.settings import Settings
+from streamops.sim.flags import add_alpha_arguments
 from streamops.sim.fleet import Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
-from streamops.sim.runner import (
-    SimulatorRun,
-    add_common_arguments,
-    run_foreground,
-    standalone_main,
-)
+from streamops.sim.runner import SimulatorRun, run_foreground, standalone_main
 
 log = logging.getLogger(__name__)
 
@@ -284,24 +280,6 @@ class AlphaSimulator(SimulatorRun):
         self._pending = []
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``sim alpha``."""
-    parser.add_argument(
-        "--dir", default=None, help="drop directory (default <state-root>/data/alpha)"
-    )
-    parser.add_argument(
-        "--pings-per-file", type=int, default=100, help="records per file at most (default 100)"
-    )
-    parser.add_argument(
-        "--max-file-age",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="close a file this long after its first record (default 1)",
-    )
-    add_common_arguments(parser, seed=1, vin_prefix="1A")
-
-
 def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``sim alpha``."""
     directory = args.dir if args.dir is not None else settings.layout.alpha_dir
@@ -326,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return standalone_main(
         "alpha",
         "write fleet ping CSV files into a directory (fleetsim-alpha)",
-        add_arguments,
+        add_alpha_arguments,
         run_from_args,
         argv,
     )

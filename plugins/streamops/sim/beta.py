@@ -43,14 +43,10 @@ from fastapi.responses import JSONResponse, Response
 from streamops.exceptions import SimulatorError
 from streamops.settings import Settings
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS, DurableLog, new_stream_id
+from streamops.sim.flags import add_beta_arguments
 from streamops.sim.fleet import Fleet, Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
-from streamops.sim.runner import (
-    SimulatorRun,
-    add_common_arguments,
-    run_foreground,
-    standalone_main,
-)
+from streamops.sim.runner import SimulatorRun, run_foreground, standalone_main
 
 log = logging.getLogger(__name__)
 
@@ -438,43 +434,6 @@ class BetaSimulator(SimulatorRun):
         self._next_sequence = first + len(raws)
 
 
-def add_server_arguments(
-    parser: argparse.ArgumentParser,
-    port: int = 8000,
-    history: int = 100_000,
-    limit_flag: str = "--max-pings",
-) -> None:
-    """The flags of a log server (``sim beta``, ``sim trades``): address, history, data dir."""
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
-    parser.add_argument("--port", type=int, default=port, help=f"port (default {port}, 0 = any)")
-    parser.add_argument(
-        "--history",
-        type=int,
-        default=history,
-        help=f"records held for clients (default {history})",
-    )
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        metavar="DIR",
-        help="keep the stream in DIR (stream id, log segments): the history, the sequence and "
-        "the stream id survive a restart. Without it the history is in memory only and every "
-        "start is a new stream (new id) from sequence 1",
-    )
-    parser.add_argument(
-        "--linger",
-        action="store_true",
-        help=f"after {limit_flag} records, go on serving them until stopped (SIGTERM), so that "
-        "readers can catch up (default: stop serving at once)",
-    )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``sim beta``."""
-    add_server_arguments(parser)
-    add_common_arguments(parser, seed=2, vin_prefix="1B")
-
-
 def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``sim beta``."""
     sim = BetaSimulator(
@@ -497,7 +456,11 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streamops.sim.beta [flags]``, the same as ``streamops sim beta``."""
     return standalone_main(
-        "beta", "serve fleet pings over HTTP (fleetsim-beta)", add_arguments, run_from_args, argv
+        "beta",
+        "serve fleet pings over HTTP (fleetsim-beta)",
+        add_beta_arguments,
+        run_from_args,
+        argv,
     )
 
 

@@ -2,9 +2,10 @@
 both take, the foreground run (until a signal or ``--max-pings``) and the
 ``python -m streamops.sim.<source>`` entry point.
 
-Each simulator module adds its own flags and its handler (``add_arguments``, ``run_from_args``)
-beside its class; ``streamops sim`` (:mod:`streamops.cli.sim_cmds`) only registers them, so a
-simulator never imports the command line."""
+Each simulator's flags are in :mod:`streamops.sim.flags` (light: the command line is built
+without importing a simulator) and its handler (``run_from_args``) beside its class;
+``streamops sim`` (:mod:`streamops.cli.sim_cmds`) only registers them, so a simulator never
+imports the command line."""
 
 from __future__ import annotations
 
@@ -41,43 +42,6 @@ class Simulator(Protocol):
     def stop(self) -> None: ...
 
     def wait_done(self, timeout: float | None = None) -> bool: ...
-
-
-def add_common_arguments(parser: argparse.ArgumentParser, seed: int, vin_prefix: str) -> None:
-    """The flags both simulators take (fleet, rate, malformed records, journal, progress)."""
-    parser.add_argument("--seed", type=int, default=seed, help="fleet seed (default %(default)s)")
-    parser.add_argument("--vehicles", type=int, default=50, help="fleet size (default 50)")
-    parser.add_argument("--rate", type=float, default=10.0, help="pings per second (default 10)")
-    parser.add_argument(
-        "--malformed-every",
-        type=int,
-        default=0,
-        metavar="N",
-        help="make every Nth record malformed (default 0 = never)",
-    )
-    parser.add_argument(
-        "--max-pings",
-        type=int,
-        default=None,
-        metavar="N",
-        help="stop after N records (default: run until stopped)",
-    )
-    parser.add_argument(
-        "--journal",
-        default=None,
-        metavar="PATH",
-        help="append every emitted record to this JSONL oracle journal",
-    )
-    parser.add_argument(
-        "--vin-prefix", default=vin_prefix, help="VIN prefix of this fleet (default %(default)s)"
-    )
-    parser.add_argument(
-        "--progress-every",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="log progress this often (default 10)",
-    )
 
 
 class SimulatorRun:
@@ -244,4 +208,4 @@ def _install_signal_handlers(stop: threading.Event) -> Any:
     return restore
 
 
-__all__ = ["SimulatorRun", "add_common_arguments", "run_foreground", "standalone_main"]
+__all__ = ["SimulatorRun", "run_foreground", "standalone_main"]

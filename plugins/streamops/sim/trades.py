@@ -24,17 +24,14 @@ import time
 from collections.abc import Callable, Sequence
 
 from streamops.settings import Settings
-from streamops.sim.beta import BetaSimulator, add_server_arguments
+from streamops.sim.beta import BetaSimulator
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS
+from streamops.sim.flags import DEFAULT_HISTORY, DEFAULT_PORT, DEFAULT_RATE, add_trades_arguments
 from streamops.sim.journal import JournalRecord
 from streamops.sim.market import DEFAULT_SYMBOLS, Market, Trade
 from streamops.sim.runner import run_foreground, standalone_main
 
 log = logging.getLogger(__name__)
-
-DEFAULT_RATE = 10_000.0
-DEFAULT_PORT = 8010
-DEFAULT_HISTORY = 600_000
 
 
 class TradeRecords:
@@ -102,29 +99,6 @@ class TradeSimulator(BetaSimulator):
             self.market.resume(Trade.from_dict(json.loads(raw)) for raw in self.durable_log.tail)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``sim trades``."""
-    add_server_arguments(
-        parser, port=DEFAULT_PORT, history=DEFAULT_HISTORY, limit_flag="--max-trades"
-    )
-    parser.add_argument("--seed", type=int, default=1, help="market seed (default 1)")
-    parser.add_argument(
-        "--symbols", type=int, default=DEFAULT_SYMBOLS, help="number of symbols (default 32)"
-    )
-    parser.add_argument(
-        "--rate", type=float, default=DEFAULT_RATE, help="trades per second (default 10000)"
-    )
-    parser.add_argument(
-        "--max-trades", type=int, default=None, metavar="N", help="stop after N trades"
-    )
-    parser.add_argument(
-        "--journal", default=None, metavar="PATH", help="append every trade to this journal"
-    )
-    parser.add_argument(
-        "--progress-every", type=float, default=10.0, metavar="SECONDS", help="log this often"
-    )
-
-
 def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of ``sim trades``."""
     sim = TradeSimulator(
@@ -145,7 +119,7 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m streamops.sim.trades [flags]``, the same as ``streamops sim trades``."""
     return standalone_main(
-        "trades", "serve trades over HTTP (fleetsim-beta's log server)", add_arguments,
+        "trades", "serve trades over HTTP (fleetsim-beta's log server)", add_trades_arguments,
         run_from_args, argv,
     )  # fmt: skip
 

@@ -1,0 +1,160 @@
+"""The simulators as background services of a state root: ``streamops sim start|stop|status``.
+
+A simulator started in the background is a service (:mod:`streamops.services`): its own
+process group, its pid file under ``<state>/services/fleetsim-<sim>.json`` and its log under
+``<state>/cluster/logs/fleetsim-<sim>.log``, the names ``streamops up`` uses, so ``streamops
+down`` stops it too and ``up`` finds it running. It runs ``streamops sim <sim>`` with the state
+root's defaults (beta's and trades' log under ``<state>/data/``, so a restart keeps the
+stream) and the options given, which win. Stopping is SIGTERM, up to 10 s for the simulator
+to close its files, then SIGKILL of its group. The status reads the port the simulator
+logged it serves on, and the records it emitted from its ``/head`` (servers) or its last
+progress line (alpha).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamops.cluster.daemons import PidRecord
+from streamops.cluster.status import tail
+from streamops.exceptions import ConfigError, SimulatorError
+from streamops.services import running_service, start_service, stop_services
+from streamops.settings import Settings
+
+SIMULATORS = {"alpha": "fleetsim-alpha", "beta": "fleetsim-beta", "trades": "fleetsim-trades"}
+"""Simulator → service name."""
+SERVERS = frozenset({"beta", "trades"})
+"""Simulators that serve HTTP (``/head``, ``/health``)."""
+
+_SERVING = re.compile(r" serving http://(\[[^\]]+\]|[^/\s:]+):(\d+)/")
+_PROGRESS = re.compile(r": (\d+) records emitted")
+
+
+@dataclass(frozen=True)
+class SimStatus:
+    """One simulator: running or not, and what it says of itself."""
+
+    sim: str
+    service: str
+    pid: int | None
+    host: str | None
+    port: int | None
+    emitted: int | None
+    log: Path
+
+    @property
+    def running(self) -> bool:
+        return self.pid is not None
+
+    @property
+    def url(self) -> str | None:
+        return f"http://{self.host}:{self.port}" if self.host and self.port else None
+
+
+def service_name(sim: str) -> str:
+    """``fleetsim-beta`` for ``beta``; :class:`ConfigError` for an unknown simulator."""
+    if sim not in SIMULATORS:
+        raise ConfigError(f"unknown simulator {sim!r}: choose one of {', '.join(SIMULATORS)}")
+    return SIMULATORS[sim]
+
+
+def command(settings: Settings, sim: str, options: Sequence[str] = ()) -> list[str]:
+    """The argv of simulator ``sim`` as a service: the state root's defaults, then
+    ``options`` (argparse keeps the last value of a flag, so they win)."""
+    service_name(sim)
+    layout = settings.layout
+    defaults = {"alpha": [], "beta": ["--data-dir", str(layout.beta_dir)],
+                "trades": ["--data-dir", str(layout.root / "data" / "trades")]}  # fmt: skip
+    return [sys.executable, "-m", "streamops", "--state-root", str(settings.state_root),
+            "sim", sim, *defaults[sim], *options]  # fmt: skip
+
+
+def _log_since_start(record: PidRecord) -> str:
+    try:
+        with open(record.log, "rb") as fh:
+            fh.seek(record.log_offset)
+            return fh.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _head(host: str, port: int, timeout: float = 2.0) -> dict[str, object] | None:
+    address = "127.0.0.1" if host in ("0.0.0.0", "[::]") else host  # noqa: S104 - a bind-all address
+    try:
+        with urllib.request.urlopen(f"http://{address}:{port}/head", timeout=timeout) as resp:  # noqa: S310 - http of a local service
+            data = json.loads(resp.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _status(settings: Settings, sim: str) -> SimStatus:
+    service = service_name(sim)
+    record = running_service(settings, service)
+    log = settings.layout.logs_dir / f"{service}.log"
+    if record is None:
+        return SimStatus(sim, service, None, None, None, None, log)
+    text = _log_since_start(record)
+    serving = _SERVING.search(text)
+    host, port = (serving.group(1), int(serving.group(2))) if serving else (None, None)
+    progress = _PROGRESS.findall(text)
+    emitted = int(progress[-1]) if progress else None
+    if host and port and (head := _head(host, port)) is not None:
+        emitted = int(str(head.get("emitted", emitted or 0)))
+    return SimStatus(sim, service, record.pid, host, port, emitted, Path(record.log))
+
+
+def status(settings: Settings, sims: Iterable[str] | None = None) -> list[SimStatus]:
+    """The status of ``sims`` (default: every simulator)."""
+    return [_status(settings, sim) for sim in (sims or SIMULATORS)]
+
+
+def _ready(found: SimStatus, record: PidRecord) -> bool:
+    """A server answers ``/head``; alpha logged that it writes."""
+    if found.sim in SERVERS:
+        return found.host is not None and found.port is not None and (
+            _head(found.host, found.port) is not None
+        )
+    return "writing" in _log_since_start(record)
+
+
+def start(
+    settings: Settings, sim: str, options: Sequence[str] = (), timeout: float = 60.0
+) -> tuple[SimStatus, bool]:
+    """Start ``sim`` in the background unless it runs; return its status once it serves
+    (a server answers ``/head``; alpha logged its start), and whether it was started now."""
+    service = service_name(sim)
+    if running_service(settings, service) is not None:
+        return _status(settings, sim), False
+    record = start_service(settings, service, command(settings, sim, options))
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _status(settings, sim)
+        if found.running and _ready(found, record):
+            return found, True
+        if not found.running:
+            last = tail(Path(record.log), offset=record.log_offset)
+            raise SimulatorError(f"{service} exited at start; the end of its log {record.log}:"
+                                 f"\n{last}")  # fmt: skip
+        if time.monotonic() > deadline:
+            stop_services(settings, [service])
+            raise SimulatorError(f"{service} did not come up within {timeout:.0f}s and was "
+                                 f"stopped; its log: {record.log}")  # fmt: skip
+        time.sleep(0.2)
+
+
+def stop(settings: Settings, sims: Iterable[str] | None = None) -> list[str]:
+    """Stop ``sims`` (default: every simulator): SIGTERM, 10 s, then SIGKILL of the group;
+    return the services that were stopped."""
+    services = [service_name(s) for s in (sims or SIMULATORS)]
+    running = [s for s in services if running_service(settings, s) is not None]
+    stop_services(settings, services)
+    return running

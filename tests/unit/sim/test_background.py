@@ -1,0 +1,93 @@
+"""``streamops sim start|status|stop``: a real fleetsim-beta in the background, on a free
+loopback port, started, watched, stopped and started again; no process is left."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamops.cli import main
+from streamops.cluster.daemons import pid_alive
+from streamops.settings import Settings
+from streamops.sim import background
+
+
+@pytest.fixture
+def state_root(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "state"
+    yield root
+    background.stop(Settings.from_env({}, state_root=str(root)))  # whatever the test left
+
+
+def cli(root: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(["--state-root", str(root), *argv]) == 0
+    return capsys.readouterr().out
+
+
+def sim_status(root: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    rows = json.loads(cli(root, capsys, "sim", "status", "--json"))
+    return next(r for r in rows if r["sim"] == "beta")
+
+
+def head(port: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/head", timeout=5) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def wait_emitted(root: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while True:
+        found = sim_status(root, capsys)
+        if (found["emitted"] or 0) > 0 or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def test_sim_start_status_stop_start(
+    state_root: Path, capsys: pytest.CaptureFixture[str], free_port: Callable[[], int]
+) -> None:
+    port = free_port()
+    said = cli(state_root, capsys, "sim", "start", "beta", "--port", str(port), "--rate", "50")
+    assert "fleetsim-beta started (pid" in said and f"127.0.0.1:{port}" in said
+
+    first = wait_emitted(state_root, capsys)
+    assert first["running"] and first["port"] == port and first["emitted"] > 0
+    pid = first["pid"]
+    stream = head(port)["stream"]
+    assert (state_root / "services" / "fleetsim-beta.json").is_file()
+    assert Path(first["log"]).is_file()
+    table = cli(state_root, capsys, "sim", "status")
+    assert "fleetsim-beta" in table and "running" in table and str(port) in table
+
+    again = cli(state_root, capsys, "sim", "start", "beta", "--port", str(port))
+    assert "already running" in again and str(pid) in again
+
+    assert "stopped fleetsim-beta" in cli(state_root, capsys, "sim", "stop")
+    assert not pid_alive(pid)
+    stopped = sim_status(state_root, capsys)
+    assert not stopped["running"] and stopped["pid"] is None and stopped["port"] is None
+    assert "no simulator was running" in cli(state_root, capsys, "sim", "stop", "beta")
+
+    last = head_after_restart = None
+    try:
+        cli(state_root, capsys, "sim", "start", "beta", "--port", str(port), "--rate", "50")
+        second = wait_emitted(state_root, capsys)
+        assert second["running"] and second["pid"] != pid
+        head_after_restart = head(port)
+        last = head_after_restart["last"]
+    finally:
+        cli(state_root, capsys, "sim", "stop", "beta")
+    # the default data dir under the state root keeps the stream across the restart
+    assert head_after_restart is not None and head_after_restart["stream"] == stream
+    assert last is not None and last > first["emitted"]
+    assert not pid_alive(second["pid"])
+
+
+def test_an_unknown_simulator_is_refused(state_root: Path) -> None:
+    assert main(["--state-root", str(state_root), "sim", "stop", "gamma"]) == 2
