@@ -54,6 +54,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"
+"""With ``spark.authenticate`` on, a worker hands its RPC secret to the driver it launches in
+this variable and keeps it off the command line, but SparkContext requires it in its
+configuration: the driver copies it there (see ``streamops.cluster.rpc_auth``)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -91,7 +97,10 @@ def run(
             except hot_standby.Dismissed as exc:
                 log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
                 return 0
-    spark = SparkSession.builder.appName(spec.name).getOrCreate()
+    builder = SparkSession.builder.appName(spec.name)
+    if secret := os.environ.get(AUTH_SECRET_ENV):  # the cluster's RPC secret, from the worker
+        builder = builder.config("spark.authenticate.secret", secret)
+    spark = builder.getOrCreate()
     log.info("job %s v%s: Spark session up after %.1fs", spec.name, spec.version,
              time.monotonic() - started)  # fmt: skip
     if forks is not None:

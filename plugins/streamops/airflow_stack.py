@@ -12,6 +12,7 @@ them; the UI is on ``http://127.0.0.1:8088`` (``STREAMOPS_AIRFLOW_PORT``), user 
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import os
@@ -206,14 +207,24 @@ class AirflowStack:
 
     # --- act -------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Create the home, password and secrets; migrate the metadata DB; add the connection."""
+        """Create the home, password and secrets; migrate the metadata DB; add the connection.
+
+        Each step runs only when needed (an ``airflow`` command costs seconds of CPU): the
+        migration when this Airflow version has not migrated the database yet (the version is
+        stamped in ``migrated`` after a migration), the connection's import when it changed."""
         self.home.mkdir(parents=True, exist_ok=True)
         self._ensure_password()
-        self._run(["db", "migrate"], f"migrating the metadata database {self.home / 'airflow.db'}")
-        use_wal(self.home / "airflow.db")
-        conn_file = self.home / "connections.json"
+        db, stamp = self.home / "airflow.db", self.home / "migrated"
+        version = importlib.metadata.version("apache-airflow")
+        if db.is_file() and stamp.is_file() and stamp.read_text().strip() == version:
+            log.info("metadata database %s is migrated (Airflow %s)", db, version)
+        else:
+            self._run(["db", "migrate"], f"migrating the metadata database {db}")
+            use_wal(db)
+            stamp.write_text(version + "\n")
+        conn_file, imported = self.home / "connections.json", self.home / "connections.imported"
         s = self.settings
-        conn_file.write_text(
+        text = (
             json.dumps(
                 {
                     CONNECTION_ID: {
@@ -232,10 +243,15 @@ class AirflowStack:
                 }
             )
         )
+        if imported.is_file() and imported.read_text() == text:
+            log.info("connection %s is current", CONNECTION_ID)
+            return
+        conn_file.write_text(text)
         self._run(
             ["connections", "import", str(conn_file), "--overwrite"],
             f"creating the connection {CONNECTION_ID}",
         )
+        imported.write_text(text)
 
     def start(self) -> None:
         """Prepare, start the four processes (unless running) and wait until they are healthy."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamops.cluster import rpc_auth
 from streamops.cluster.class_archives import ClassArchives
 from streamops.cluster.client import MasterClient, submission_request
 from streamops.cluster.metrics_conf import metrics_properties
@@ -88,6 +89,7 @@ def build_submission(
     props = {
         **DEFAULT_CONF,
         **metrics_properties(settings.config_dir),  # Prometheus on the driver's UI
+        **rpc_auth.submission_properties(settings),  # the secret comes from the worker
         "spark.master": settings.master_url,
         "spark.app.name": spec.name,
         "spark.submit.deployMode": "cluster",

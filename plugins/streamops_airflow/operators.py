@@ -22,6 +22,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Context
 
+from streamops.cluster import rpc_auth
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobError, StreamopsError
 from streamops.intents import already_started, record_intent
@@ -63,8 +64,11 @@ class StandaloneClusterSubmitHook(SparkSubmitHook):
         }  # fmt: skip
 
     def _build_spark_submit_command(self, application: str) -> list[str]:
-        command = [str(self._spark_submit), "--conf", "spark.master.rest.enabled=false",
-                   *self._submission.spark_submit_args()]  # fmt: skip
+        command = [str(self._spark_submit), "--conf", "spark.master.rest.enabled=false"]
+        auth = rpc_auth.submit_properties_file(self._settings)
+        if auth is not None:  # the RPC secret: in a file, never on the command line
+            command += ["--properties-file", str(auth)]
+        command += self._submission.spark_submit_args()
         self.log.info("spark-submit command: %s", self._mask_cmd(command))
         return command
 

@@ -1,19 +1,23 @@
-"""The master's REST server with a token required (``rest_auth: on``), on a master of its own
-(no worker: nothing is run): the project's client gets answers, a request without the token
-or signed with another key is refused with a clear error, and the key is on no command line.
+"""The cluster's authentication on (``rest_auth: on``), on a master of its own: the REST
+server answers the project's client and refuses a request without the token or signed with
+another key, with a clear error; a worker given the cluster's RPC secret registers, one
+started without it is refused (``spark.authenticate``); no key is on a command line.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import requests
 
-from streamops.cluster import ClusterProfile, LocalCluster, MasterClient, rest_auth
+from streamops.cluster import ClusterProfile, LocalCluster, MasterClient, rest_auth, rpc_auth
+from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import ClusterError
 from streamops.settings import Settings
 
@@ -38,10 +42,34 @@ def test_the_rest_server_requires_the_token(
         rest_auth.ensure_secret(other)  # another key: another cluster's
         with pytest.raises(ClusterError, match="refused the request"):
             MasterClient(other).submission_status("driver-20990101000000-0000")
+
+        # RPC: the cluster's worker (the secret in its properties file) registers; a worker
+        # started by hand without the secret is refused
+        cluster.add_worker("worker-1")
+        stranger_log = (tmp_path / "stranger.log").open("wb")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+        stranger = subprocess.Popen(
+            [str(check_spark_install().spark_class), "org.apache.spark.deploy.worker.Worker",
+             "--host", "127.0.0.1", "--cores", "1", "--memory", "512m",
+             "--work-dir", str(tmp_path / "stranger"), settings.master_url],
+            env=env, stdout=stranger_log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            time.sleep(15)
+            workers = MasterClient(settings).workers()
+            assert [w.state for w in workers] == ["ALIVE"], workers  # ours alone
+            assert stranger.poll() is None or "master" in (tmp_path / "stranger.log").read_text()
+        finally:
+            os.killpg(stranger.pid, 9)
+            stranger.wait()
+            stranger_log.close()
+
         key = rest_auth.ensure_secret(settings)
+        rpc = rpc_auth.secret_file(settings).read_text().strip()
         ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
-        assert key not in ps
-        assert key not in (settings.layout.logs_dir / "master.log").read_text()
+        assert key not in ps and rpc not in ps
+        for log in settings.layout.logs_dir.glob("*.log"):
+            assert key not in log.read_text() and rpc not in log.read_text(), log
     finally:
         cluster.stop()
         shutil.rmtree(tmp_path / "x", ignore_errors=True)

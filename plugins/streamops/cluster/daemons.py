@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from streamops.cluster import rest_auth
+from streamops.cluster import rest_auth, rpc_auth
 from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
@@ -142,9 +142,10 @@ def master_spec(settings: Settings, profile: ClusterProfile, install: SparkInsta
         "--port", str(settings.master_port),
         "--webui-port", str(settings.master_webui_port),
     )
-    auth = rest_auth.master_properties_file(settings)
-    if auth is not None:  # the REST server's key: in a file, never on the command line
-        argv = (*argv, "--properties-file", str(auth))
+    auth = {**rest_auth.master_properties(settings), **rpc_auth.daemon_properties(settings)}
+    if auth:  # the REST server's key and the RPC secret: in a file, never on the command line
+        path = settings.layout.cluster_dir / "master-auth.properties"
+        argv = (*argv, "--properties-file", str(rest_auth.write_properties(path, auth, settings)))
     env = base_env(settings, profile, install)
     env[DAEMON_MARKER] = MASTER_NAME
     env["SPARK_MASTER_OPTS"] = format_java_opts(master_properties(settings, profile))
@@ -165,8 +166,11 @@ def worker_spec(
         "--memory", profile.worker_memory,
         "--work-dir", str(settings.layout.worker_dir(name)),
         "--webui-port", str(webui_port),
-        settings.master_url,
     )
+    auth = rpc_auth.worker_properties_file(settings, name)
+    if auth is not None:  # the RPC secret: in a file, never on the command line
+        argv = (*argv, "--properties-file", str(auth))
+    argv = (*argv, settings.master_url)
     env = base_env(settings, profile, install)
     env[DAEMON_MARKER] = name
     # Spark's launcher puts SPARK_CONF_DIR first on the classpath of the drivers and executors

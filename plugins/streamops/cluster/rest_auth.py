@@ -50,32 +50,43 @@ def secret_file(settings: Settings) -> Path:
 
 def ensure_secret(settings: Settings) -> str:
     """The key (base64url), created on first use with mode 0600."""
-    path = secret_file(settings)
+    return ensure_key(secret_file(settings))
+
+
+def ensure_key(path: Path) -> str:
+    """The key in ``path`` (256 random bits, base64url), created on first use, mode 0600."""
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         key = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode("ascii").rstrip("=")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: use theirs
+            return path.read_text(encoding="ascii").strip()
         with os.fdopen(fd, "w", encoding="ascii") as f:
             f.write(key + "\n")
     return path.read_text(encoding="ascii").strip()
 
 
-def master_properties_file(settings: Settings) -> Path | None:
-    """A properties file (mode 0600) with the filter and its key for the master, or None
-    when the REST server needs no token."""
-    if not enabled(settings):
-        return None
-    key = ensure_secret(settings)
-    path = settings.layout.cluster_dir / "master-rest-auth.properties"
-    # given a properties file, the master reads no spark-defaults.conf: it comes first
+def write_properties(path: Path, props: dict[str, str], settings: Settings) -> Path:
+    """A properties file of mode 0600: the cluster's ``spark-defaults.conf`` (a process given
+    a properties file reads no other), then ``props``."""
     defaults = settings.config_dir / "spark" / "spark-defaults.conf"
     text = defaults.read_text(encoding="utf-8") if defaults.is_file() else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text.rstrip("\n") + "\n")
-        f.write(f"spark.master.rest.filters={FILTER}\n")
-        f.write(f"spark.{FILTER}.param.secretKey={key}\n")
+        f.writelines(f"{key}={value}\n" for key, value in props.items())
     return path
+
+
+def master_properties(settings: Settings) -> dict[str, str]:
+    """The filter and its key, for the master's properties file ({} when no token is
+    required)."""
+    if not enabled(settings):
+        return {}
+    key = ensure_secret(settings)
+    return {"spark.master.rest.filters": FILTER, f"spark.{FILTER}.param.secretKey": key}
 
 
 def headers(settings: Settings) -> dict[str, str]:

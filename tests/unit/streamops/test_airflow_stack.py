@@ -88,3 +88,28 @@ def test_the_metadata_file_is_switched_to_write_ahead_logging(tmp_path: Path) ->
     writer.commit()
     writer.close()
     reader.close()
+
+
+def test_a_second_prepare_runs_no_airflow_command(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``up`` on a running stack: the database is migrated and the connection current, so
+    no ``airflow`` command (seconds of CPU each) runs again; a new port imports it again."""
+    ran: list[str] = []
+
+    def run(self: AirflowStack, args: list[str], what: str, timeout: float = 600) -> None:
+        ran.append(" ".join(args[:2]))
+        if args[:2] == ["db", "migrate"]:
+            (self.home / "airflow.db").touch()
+
+    monkeypatch.setattr(AirflowStack, "_run", run)
+    AirflowStack(settings).prepare()
+    assert ran == ["db migrate", "connections import"]
+    AirflowStack(settings).prepare()
+    assert ran == ["db migrate", "connections import"]  # nothing more
+    moved = settings.model_copy(update={"rest_port": 16067})
+    AirflowStack(moved).prepare()
+    assert ran[2:] == ["connections import"]
+    (settings.state_root / "airflow" / "migrated").write_text("2.0.0\n")  # another Airflow
+    AirflowStack(settings).prepare()
+    assert ran[3:] == ["db migrate", "connections import"]
