@@ -46,7 +46,8 @@ def test_the_rest_server_requires_the_token(
         # RPC: the cluster's worker (the secret in its properties file) registers; a worker
         # started by hand without the secret is refused
         cluster.add_worker("worker-1")
-        stranger_log = (tmp_path / "stranger.log").open("wb")
+        log = tmp_path / "stranger.log"
+        stranger_log = log.open("wb")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
         stranger = subprocess.Popen(
             [str(check_spark_install().spark_class), "org.apache.spark.deploy.worker.Worker",
@@ -55,10 +56,13 @@ def test_the_rest_server_requires_the_token(
             env=env, stdout=stranger_log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         try:
-            time.sleep(15)
+            deadline = time.monotonic() + 60
+            while "Failed to connect to master" not in (text := log.read_text()):
+                assert time.monotonic() < deadline, text[-3000:]
+                time.sleep(0.5)
+            assert "SASL" in text  # refused by the master's authentication
             workers = MasterClient(settings).workers()
             assert [w.state for w in workers] == ["ALIVE"], workers  # ours alone
-            assert stranger.poll() is None or "master" in (tmp_path / "stranger.log").read_text()
         finally:
             os.killpg(stranger.pid, 9)
             stranger.wait()
@@ -68,8 +72,9 @@ def test_the_rest_server_requires_the_token(
         rpc = rpc_auth.secret_file(settings).read_text().strip()
         ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
         assert key not in ps and rpc not in ps
-        for log in settings.layout.logs_dir.glob("*.log"):
-            assert key not in log.read_text() and rpc not in log.read_text(), log
+        for daemon_log in settings.layout.logs_dir.glob("*.log"):
+            text = daemon_log.read_text()
+            assert key not in text and rpc not in text, daemon_log
     finally:
         cluster.stop()
         shutil.rmtree(tmp_path / "x", ignore_errors=True)
