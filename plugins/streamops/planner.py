@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from streamops import describe_cache
 from streamops.exceptions import JobError
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, encode_spec
@@ -438,10 +439,14 @@ def describe_spec_stages(
     spec: JobSpec, settings: Settings, timeout: float = 180.0
 ) -> dict[str, dict[str, Any]]:
     """Stage descriptors of ``spec``, built in a local Spark (a subprocess); no query starts.
+    A description made before for the same spec and code is reused (:mod:`describe_cache`).
 
     Runs ``python -m spark_jobs.describe_cli`` with the Python of the jobs. Raises
     :class:`~streamops.exceptions.JobError` with the end of its stderr when it fails.
     """
+    known = describe_cache.get(settings, spec)
+    if known is not None:
+        return known
     argv = [
         settings.python, "-m", "spark_jobs.describe_cli",
         "--spec-b64", encode_spec(spec), "--state-root", str(settings.state_root),
@@ -466,6 +471,7 @@ def describe_spec_stages(
     if not isinstance(stages, dict) or doc.get("job") != spec.name:
         raise JobError(f"describing {spec.name} v{spec.version} printed an unexpected document")
     log.info("job %s v%s: stages %s", spec.name, spec.version, ", ".join(stages) or "none")
+    describe_cache.put(settings, spec, stages)
     return stages
 
 

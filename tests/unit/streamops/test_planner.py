@@ -397,6 +397,14 @@ def test_describe_the_fleet_pings_spec(tmp_path: Path) -> None:
     assert [k["name"] for k in operator["keys"]] == ["vin"]
     assert not (tmp_path / "jobs").exists()  # no status written, no query started
 
+    # described again (same spec, same code): from the cache, no Spark started; a changed
+    # spec is described anew
+    no_python = settings.model_copy(update={"python": "/bin/false"})
+    assert describe_spec_stages(spec, no_python) == stages
+    changed = spec.model_copy(update={"args": {**spec.args, "watermark": "5 minutes"}})
+    with pytest.raises(JobError, match="failed"):
+        describe_spec_stages(changed, no_python)
+
     same = UpgradePlan.build(spec.name, stages, stages, from_version="1", to_version="1")
     assert same.allowed
     assert "RESTORED" in same.render() and "tumbling 60s by vin" in same.render()
