@@ -9,7 +9,6 @@ checks of :mod:`streamops.health` judge without any I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.status import build_status
+from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import ClusterNotRunning, Unhealthy
 from streamops.health_report import Observation, SinkSeen, Thresholds, WorkersSeen
 from streamops.jobs import JobRegistry, read_submissions, spec_args
@@ -95,20 +95,10 @@ def _gather_workers(
     return WorkersSeen(expected, status.workers, _worker_log_names(layout))
 
 
-_WORKER_START = re.compile(r"Starting Spark worker (\S+):(\d+) with")
-_LOG_TAIL = 8 * 1024 * 1024
-
-
 def _worker_log_names(layout: StateLayout) -> dict[str, str]:
     """``host:port`` → the worker of this state root whose log says it started there."""
-    names: dict[str, str] = {}
-    for log_file in sorted(layout.logs_dir.glob("worker*.log")):
-        with open(log_file, "rb") as fh:
-            fh.seek(max(0, log_file.stat().st_size - _LOG_TAIL))
-            text = fh.read().decode(errors="replace")
-        for m in _WORKER_START.finditer(text):
-            names[f"{m.group(1)}:{m.group(2)}"] = log_file.stem
-    return names
+    return {f"{host}:{port}": name
+            for (host, port), name in started_addresses(layout.logs_dir).items()}  # fmt: skip
 
 
 def _gather_sink(settings: Settings, job: str) -> SinkSeen:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import socket
 import time
@@ -41,7 +40,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 POLL_INTERVAL = 0.5
-_WORKER_ADDRESS = re.compile(r"Starting Spark worker (\S+):(\d+) with")
 
 
 def port_is_free(host: str, port: int) -> bool:
