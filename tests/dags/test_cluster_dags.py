@@ -1,6 +1,7 @@
-"""The cluster DAGs: ``rolling_scale`` (2 → 3 → 2 workers) and ``cluster_restart`` (r1 → r2
-→ r1) run end to end with ``dag.test()`` against the session cluster and a live fleet job,
-every cluster step through the node agents; the oracle finds nothing lost or duplicated.
+"""The cluster DAGs: ``rolling_scale`` (2 → 3 → 2 workers) and ``cluster_restart`` (r1 → r2)
+run end to end with ``dag.test()`` against the session cluster and a live fleet job, every
+cluster step through the node agents; the oracle finds nothing lost or duplicated. Then the
+job ends and ``cluster_restart`` returns the cluster to r1 (nothing to restore).
 Bad params fail the first task naming the param. Wall time of each run and the processing
 gap (from the job's status history) are printed as figures, never asserted.
 """
@@ -80,10 +81,11 @@ def test_cluster_dags_end_to_end(
         assert registry.view(JOB).healthy
         wait_until(lambda: registry.view(JOB).status.get("classpath_release") == "r2", 120,
                    "the job to report classpath release r2")  # a start-up hook, asynchronous
-        timed("cluster_restart r2→r1", "cluster_restart", {"release": "r1"})
-        wait_until(lambda: registry.view(JOB).status.get("classpath_release") == "r1", 120,
-                   "the job to report classpath release r1")
         settle_and_check(fleet)
     FIGURES.append("oracle: 0 lost, 0 duplicated (vehicles, vehicle_stats)")
+    # back to r1 so the session's cluster is left as found: the job has ended, so this run
+    # only restarts the daemons (restoring a job is what the run above measured)
+    assert not registry.view(JOB).is_live
+    timed("cluster_restart r2→r1 (no job)", "cluster_restart", {"release": "r1"})
     print("\n" + "\n".join(FIGURES))
     assert ReleaseStore(settings).active() == "r1"

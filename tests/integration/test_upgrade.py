@@ -2,8 +2,10 @@
 
 v1 runs with both simulators → a savepoint without cancel (the job keeps going) → plans of
 incompatible versions are refused with the job untouched → upgrade to v2 while data flows,
-warm (v2's driver is up before v1 stops) → a crashing v3 is rolled back to v2 (cold) → after
-the simulators stop, every sink equals its batch recomputation: nothing lost or duplicated.
+warm (v2's driver is up before v1 stops) → after the simulators stop, every sink equals its
+batch recomputation: nothing lost or duplicated. The rollback of a version that crashes on
+start runs the same upgrade steps through the DAG (tests/dags/test_job_dags.py), cold and as a
+warm standby; the CLI's loop over those steps is covered by the unit tests of the steps.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from streamops.checkpoint_cut import last_batch
 from streamops.cluster.class_archives import ClassArchives
 from streamops.restore import earliest_positions
 from streamops.savepoint_taking import savepoint_job
-from streamops.upgrade import UpgradeFailed, UpgradeRefused, plan_upgrade, upgrade
+from streamops.upgrade import UpgradeRefused, plan_upgrade, upgrade
 
 pytestmark = pytest.mark.integration
 JOB = "fleet-upgrade-it"
@@ -67,14 +69,5 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
         assert driver and all(maps_file(pid, archives.path("driver")) for pid in driver)
         assert executors and all(maps_file(p, archives.path("executor")) for p in executors)
         positions = earliest_positions(savepoints.get_savepoint(settings.layout, outcome.savepoint))
-
-        # a version that crashes on start is rolled back to v2 from the same savepoint
-        v3 = run.spec(
-            "fleet-pings-v2.yaml", entrypoint="spark_jobs.testing.crash_on_start", version="3"
-        )
-        with pytest.raises(UpgradeFailed, match="rolled back"):
-            upgrade(settings, JOB, v3, health_timeout=90)
-        wait_until(lambda: registry.view(JOB).healthy, 300, "v2 healthy after the rollback")
-        assert registry.view(JOB).version == "2"
 
         run.finish_and_check(avg_speed_from=positions)
