@@ -70,7 +70,8 @@ def test_cluster_dags_end_to_end(
         FIGURES.append(f"{label}: {run.state} in {seconds:.1f}s, processing gap {gap:.1f}s")
         return run
 
-    with FleetRun(spark_cluster, tmp_path, job=JOB, max_pings=18000) as fleet:
+    # data flows through every run (no max) and is ended after the last one
+    with FleetRun(spark_cluster, tmp_path, job=JOB, max_pings=1_000_000) as fleet:
         fleet.submit()
         timed("rolling_scale 2→3", "rolling_scale", {"workers": 3})
         assert len(scale.alive_in_master(settings)) == 3 and registry.view(JOB).is_live
@@ -81,6 +82,7 @@ def test_cluster_dags_end_to_end(
         assert registry.view(JOB).healthy
         wait_until(lambda: registry.view(JOB).status.get("classpath_release") == "r2", 120,
                    "the job to report classpath release r2")  # a start-up hook, asynchronous
+        fleet.end_data()
         settle_and_check(fleet)
     FIGURES.append("oracle: 0 lost, 0 duplicated (vehicles, vehicle_stats)")
     # back to r1 so the session's cluster is left as found: the job has ended, so this run

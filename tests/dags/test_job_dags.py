@@ -44,13 +44,6 @@ def processing_gap(history: Path, since: float, until: float) -> float | None:
     return round(max(gaps), 1) if gaps else None
 
 
-def end_the_data(fleet: FleetRun) -> None:
-    """Stop both generators; beta's server keeps answering so the job can read to the end."""
-    fleet.alpha.stop()  # publishes its partial file
-    fleet.beta._stop.set()  # the generator only (stop() would also shut the server down)
-    assert fleet.beta.wait_done(30)
-
-
 def figure(name: str, run: Any, seconds: float, gap: float | None = None) -> None:
     line = f"{name}: {run.state} in {seconds:.1f} s" + (f", processing gap {gap} s" if gap else "")
     FIGURES.append(line)
@@ -162,6 +155,6 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
             view = registry.view(JOB)
             assert view.healthy and view.version == "2.1", view
 
-        end_the_data(fleet)
+        fleet.end_data()
         fleet.finish_and_check(avg_speed_from=positions)
     print("\n".join(["", "DAG run figures (lost 0, duplicated 0 by the oracle):", *FIGURES]))

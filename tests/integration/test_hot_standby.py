@@ -114,7 +114,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
     describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
     killed_worker = None
     try:
-        with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=6000) as run:
+        with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=1_000_000) as run:
             run.submit(run.spec(standby="hot"))
             standby = arm_apart(run, cluster)
             primary = str(registry.view(JOB).driver_id)
@@ -148,7 +148,8 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
                        "the killed standby to be started again", describe=describe)
             assert registry.view(JOB).driver_id == standby["driver_id"], describe()
 
-            # 3. nothing lost, nothing twice
+            # 3. nothing lost, nothing twice (the data ends here: no idle wait for a max)
+            run.end_data()
             run.finish_and_check()
         assert not registry.view(JOB).is_live  # cancelled with its standby
         assert not armed(cluster)

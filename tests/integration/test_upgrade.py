@@ -29,7 +29,8 @@ JOB = "fleet-upgrade-it"
 
 def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: Path) -> None:
     settings, registry = spark_cluster.settings, spark_cluster.registry
-    with FleetRun(spark_cluster, tmp_path, job=JOB) as run:
+    # data flows through every step (no max) and is ended after the last one
+    with FleetRun(spark_cluster, tmp_path, job=JOB, max_pings=1_000_000) as run:
         v2 = run.spec("fleet-pings-v2.yaml")
         run.submit()
 
@@ -70,4 +71,5 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
         assert executors and all(maps_file(p, archives.path("executor")) for p in executors)
         positions = earliest_positions(savepoints.get_savepoint(settings.layout, outcome.savepoint))
 
+        run.end_data()
         run.finish_and_check(avg_speed_from=positions)

@@ -125,6 +125,13 @@ class FleetRun:
         if registry.view(self.job).is_live:
             registry.cancel(self.job)
 
+    def end_data(self) -> None:
+        """Stop both generators now (a drill's operations are over: waiting for ``max_pings``
+        would only idle); beta's server keeps answering so the job can read to the end."""
+        self.alpha.stop()  # publishes its partial file
+        self.beta._stop.set()  # the generator only (stop() would also shut the server down)
+        assert self.beta.wait_done(30)
+
     def submit(self, spec: JobSpec | None = None, wait_healthy: float = 300) -> None:
         submit_job(spec or self.spec(), self.cluster.settings, wait_healthy=wait_healthy)
 
