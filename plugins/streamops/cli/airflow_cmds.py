@@ -33,7 +33,8 @@ def login_lines(stack: Any) -> str:
     return (
         f"  Airflow UI        {stack.options.url}\n"
         f"  Airflow login     user admin, password in {stack.password_file}\n"
-        "                    (or the STREAMOPS_AIRFLOW_PASSWORD you set; never printed)"
+        "                    (or the STREAMOPS_AIRFLOW_PASSWORD you set; never printed)\n"
+        f"  Airflow database  {stack.database.state()}"
     )
 
 

@@ -227,7 +227,10 @@ class NodeDaemons:
                     f"another program (another cluster?); stop it or set {env}"
                 )
         spec = daemons.master_spec(s, self.profile, install)
+        # private: the master keeps every submission's description there, and one made by
+        # spark-submit's RPC client carries its spark.* properties, the RPC secret among them
         self.layout.recovery_dir.mkdir(parents=True, exist_ok=True)
+        self.layout.recovery_dir.chmod(0o700)
         record = daemons.launch(spec)
         daemons.write_pid_file(self.layout, record)
         log.info("started master (pid %s) at %s, web UI %s, REST %s; log %s", record.pid,

@@ -19,7 +19,11 @@ The secret is on no command line (``ps`` and the pid files show those):
   still requires it in its configuration, so ``spark_jobs.main`` copies it from there
   (:data:`ENV_SECRET`);
 - a submission asks for ``spark.authenticate=true`` and carries no secret;
-- ``spark-submit`` (the deploy DAG's RPC client) reads it from a properties file.
+- ``spark-submit`` (the deploy DAG's RPC client) reads it from a properties file. Its RPC
+  client copies every ``spark.*`` property into the driver description it sends, which the
+  master keeps in its recovery files: the recovery directory is private (mode 0700), as the
+  key's own file is. (Spark 4 takes ``spark.authenticate.secret.file`` only on Kubernetes,
+  and the environment variable the client would read is copied into the description too.)
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def test_password_is_generated_once_private_and_overridable(settings: Settings) 
 
 
 def test_every_process_gets_the_same_secrets_and_the_stack_settings(settings: Settings) -> None:
-    stack = AirflowStack(settings, AirflowOptions(port=9123))
+    stack = AirflowStack(settings, AirflowOptions(port=9123, database="sqlite"))
     env, again = stack.env(), stack.env()
     assert env["AIRFLOW__API_AUTH__JWT_SECRET"] == again["AIRFLOW__API_AUTH__JWT_SECRET"]
     assert stack.secrets_file.stat().st_mode & 0o777 == 0o600

@@ -95,6 +95,25 @@ function drawGrid(box, project) {
   ctx.fillText("fleetsim region 35–45°N, 90–105°W (central US)", rx0, ry0 - 6);
 }
 
+function drawBorders(box, project) {
+  // borders.js: simplified state borders and names, clipped to the map's box
+  const [bx0, by0] = project(box.latMax, box.lonMin);
+  const [bx1, by1] = project(box.latMin, box.lonMax);
+  ctx.save();
+  ctx.beginPath(); ctx.rect(bx0, by0, bx1 - bx0, by1 - by0); ctx.clip();
+  ctx.strokeStyle = "#b4bccb"; ctx.lineWidth = 1.2; ctx.beginPath();
+  for (const line of STATE_BORDERS) {
+    let [x, y] = project(line[0][1], line[0][0]); ctx.moveTo(x, y);
+    for (let i = 1; i < line.length; i++) { [x, y] = project(line[i][1], line[i][0]); ctx.lineTo(x, y); }
+  }
+  ctx.stroke();
+  ctx.fillStyle = "#a3abba"; ctx.font = "600 10px system-ui, sans-serif"; ctx.textAlign = "center";
+  for (const [name, lon, lat] of STATE_LABELS) {
+    const [x, y] = project(lat, lon); ctx.fillText(name, x, y);
+  }
+  ctx.restore();
+}
+
 function draw() {
   const started = performance.now();
   const ratio = window.devicePixelRatio || 1;
@@ -107,6 +126,7 @@ function draw() {
   const rows = fleet.rows;
   const project = projection(extent(rows), width, height);
   drawGrid(extent(rows), project);
+  drawBorders(extent(rows), project);
 
   ctx.strokeStyle = "rgba(40, 110, 220, 0.35)"; ctx.lineWidth = 1.2;
   ctx.beginPath(); // every trail in one path: one stroke call

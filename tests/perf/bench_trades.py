@@ -1,0 +1,146 @@
+"""Benchmark: the trade analyser (v2: ``avg-1s``, ``avg-1m``, ``vol-1s``) at a given trade rate.
+
+Starts its own local cluster (2 workers, free ports, a temporary state root), the trades
+producer (fleetsim-beta's log server with the market data set) at each ``--rates`` value in
+turn, and for each rate a fresh trade-analyser v2 job; measures for ``--seconds`` after a
+warm-up; stops everything. Not part of the test suite. Prints, per rate:
+
+- offered and processed trades/s (each stage's input rows over the window, from
+  ``status-history.jsonl``) and the backlog left at the end (producer head minus the
+  sequence of the last committed batch);
+- window close to row in the store, p50/p90/p99: ``updated_at - window_end`` of every
+  ``trade_series`` row whose window ended inside the measurement window (the producer's event
+  times never go back, so a window's last write is the batch that read its last trade);
+- batch durations p50/p99 per stage; the machine's CPU use over the window (``/proc/stat``).
+
+A rate "keeps up" when the backlog at the end is under two seconds of trades.
+
+    .venv/bin/python tests/perf/bench_trades.py --rates 10000 --seconds 60
+    .venv/bin/python tests/perf/bench_trades.py --rates 5000,10000,20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+
+from harness import bench_cluster, discard
+from sqlalchemy import select
+
+from spark_jobs.sinks import store
+from streamops.jobs import JobRegistry
+from streamops.settings import PROJECT_ROOT, Settings
+from streamops.sim.trades import TradeSimulator
+from streamops.spec import load_spec
+from streamops.submit import submit_job
+
+STAGES = ("avg-1s", "avg-1m", "vol-1s")
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def cpu_times() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespace) -> dict:
+    job = f"trades-{int(rate)}"
+    url = f"sqlite:///{root / f'{job}.db'}"
+    producer = TradeSimulator(port=0, seed=1, rate=rate,
+                              history=int(max(1_000_000, rate * 300)))  # fmt: skip
+    registry = JobRegistry(settings)
+    try:
+        producer.start()
+        base = load_spec(PROJECT_ROOT / "config" / "jobs" / "trade-analyser-v2.yaml")
+        spec = base.model_copy(update={
+            "name": job, "trigger_interval": args.trigger,
+            "args": {**base.args, "trades_url": producer.url, "store_url": url},
+        })  # fmt: skip
+        submit_job(spec, settings, wait_healthy=600)
+        time.sleep(args.warmup)
+        t0, emitted0, cpu0 = time.time(), producer.emitted, cpu_times()
+        time.sleep(args.seconds)
+        t1, emitted1, cpu1 = time.time(), producer.emitted, cpu_times()
+        time.sleep(3.0)  # the windows that ended just before t1 get their last write
+        head = producer.emitted
+        return report(settings, job, url, rate, t0, t1, emitted1 - emitted0, head,
+                      (cpu1[0] - cpu0[0]) / max(1.0, cpu1[1] - cpu0[1]))  # fmt: skip
+    finally:
+        producer.stop()
+        if registry.view(job).is_live:
+            registry.cancel(job)
+
+
+def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: float,
+           offered: int, head: int, cpu: float) -> dict:  # fmt: skip
+    history = [json.loads(x) for x in settings.layout.status_history(job).read_text().splitlines()]
+    window = [h for h in history if t0 <= h["last_batch_at"] <= t1]
+    span = t1 - t0
+    print(f"\ntrade analyser v2 at {rate:.0f} trades/s ({span:.0f} s window, 2 workers)")
+    print(f"  offered          {offered / span:10.0f} trades/s; machine CPU {cpu:.0%}")
+    for stage in STAGES:
+        rows = [h for h in window if h["stage"] == stage]
+        n = sum(h.get("num_input_rows") or 0 for h in rows)
+        durs = [h["batch_duration_ms"] / 1000 for h in rows if h.get("batch_duration_ms")]
+        print(f"  {stage:8} {n / span:10.0f} trades/s processed, {len(rows)} batches, "
+              f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s")  # fmt: skip
+    committed = []
+    for stage in STAGES:
+        last = [h for h in history if h["stage"] == stage][-1:]
+        seqs = [s["end_offset"].get("sequence") for h in last for s in h["sources"]
+                if "sequence" in (s.get("end_offset") or {})]  # fmt: skip
+        committed.append(min(seqs) if seqs else 0)
+    backlog = head - min(committed)
+    print(f"  backlog          {backlog:10d} trades at the end ({backlog / rate:.1f} s of trades)")
+    t = store.trade_series
+    with store.engine_for(url).connect() as conn:
+        rows = conn.execute(select(t.c.series, t.c.window_end_ms, t.c.updated_at)).all()
+    out = {"rate": rate, "backlog_s": backlog / rate, "cpu": cpu}
+    for series in STAGES:
+        lat = [upd - end / 1000 for s, end, upd in rows
+               if s == series and t0 <= end / 1000 <= t1]  # fmt: skip
+        if lat:
+            print(f"  {series:8} window close → store p50 {pct(lat, .5):.2f} s  "
+                  f"p90 {pct(lat, .9):.2f} s  p99 {pct(lat, .99):.2f} s  ({len(lat)} windows)")
+            out[series] = pct(lat, 0.99)
+        else:
+            print(f"  {series:8} no window ended in the measurement window")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rates", default="10000", help="trades/s, comma-separated, run in turn")
+    ap.add_argument("--seconds", type=float, default=60, help="measurement window")
+    ap.add_argument("--warmup", type=float, default=20, help="seconds before measuring")
+    ap.add_argument("--trigger", default="1 second")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    root, settings, cluster = bench_cluster("bench-trades-", "3g")
+    results = []
+    try:
+        cluster.start()
+        for rate in (float(r) for r in args.rates.split(",")):
+            results.append(run_rate(settings, root, rate, args))
+    finally:
+        cluster.stop()
+        discard(root)
+    kept = [r["rate"] for r in results if r["backlog_s"] < 2.0]
+    print(f"\nkept up with: {', '.join(f'{r:.0f}' for r in kept) or 'none'} trades/s "
+          "(backlog under 2 s of trades at the end)")
+
+
+if __name__ == "__main__":
+    main()

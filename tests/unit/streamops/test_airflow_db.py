@@ -1,0 +1,66 @@
+"""The embedded Airflow's metadata database: the choice of ``STREAMOPS_AIRFLOW_DB`` and a real
+embedded PostgreSQL started, used, found running again and stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from streamops.airflow_db import EmbeddedPostgres, MetadataDatabase, parse_choice
+from streamops.airflow_stack import AirflowOptions
+from streamops.exceptions import ConfigError
+
+
+def test_the_choice_is_embedded_sqlite_or_a_postgresql_url() -> None:
+    assert parse_choice(None) == parse_choice("") == "embedded"
+    assert parse_choice(" sqlite ") == "sqlite"
+    url = "postgresql+psycopg2://airflow:pw@db.example:5432/airflow"
+    assert parse_choice(url) == url
+    with pytest.raises(ConfigError, match="STREAMOPS_AIRFLOW_DB: 'mysql://x'"):
+        parse_choice("mysql://x")
+    assert AirflowOptions.from_env({"STREAMOPS_AIRFLOW_DB": "sqlite"}).database == "sqlite"
+    assert AirflowOptions.from_env({}).database == "embedded"
+
+
+def test_sqlite_and_a_configured_server_start_nothing(tmp_path: Path) -> None:
+    lite = MetadataDatabase(tmp_path, "sqlite")
+    env = lite.env()
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == f"sqlite:///{tmp_path / 'airflow.db'}"
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS"].endswith("SQLITE_CONNECT_ARGS")
+    server = MetadataDatabase(tmp_path, "postgresql://airflow:secret@db.example/airflow")
+    assert server.env() == {
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql://airflow:secret@db.example/airflow"
+    }
+    assert server.where() == "PostgreSQL db.example/airflow"  # no password
+    assert not (tmp_path / "pgdata").exists()
+
+
+def test_the_embedded_server_starts_serves_airflow_and_stops(tmp_path: Path) -> None:
+    db = MetadataDatabase(tmp_path, "embedded")
+    try:
+        url = db.url()
+        assert url.startswith("postgresql+psycopg2://postgres@/airflow?host=")
+        pid = db.postgres.pid()
+        assert pid is not None and "running" in db.state()
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(sa.text("CREATE TABLE t (x int)"))
+            conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+        engine.dispose()
+        # a second stack object (another `streamops` command) finds it running, same data
+        again = EmbeddedPostgres(tmp_path / "pgdata")
+        assert again.pid() == pid and again.start() == url
+    finally:
+        stopped = db.postgres.stop()
+    assert stopped and db.postgres.pid() is None and "stopped" in db.state()
+    assert not EmbeddedPostgres(tmp_path / "pgdata").stop()  # nothing to stop
+    # started again on the same data directory: the table is still there
+    try:
+        engine = sa.create_engine(MetadataDatabase(tmp_path, "embedded").url())
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT x FROM t")).scalar() == 1
+        engine.dispose()
+    finally:
+        EmbeddedPostgres(tmp_path / "pgdata").stop()
