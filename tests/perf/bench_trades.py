@@ -66,7 +66,8 @@ def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespa
         base = load_spec(PROJECT_ROOT / "config" / "jobs" / "trade-analyser-v2.yaml")
         spec = base.model_copy(update={
             "name": job, "trigger_interval": args.trigger,
-            "args": {**base.args, "trades_url": producer.url, "store_url": url},
+            "args": {**base.args, "trades_url": producer.url, "store_url": url,
+                     **({"max_records_per_batch": args.max_records} if args.max_records else {})},
         })  # fmt: skip
         submit_job(spec, settings, wait_healthy=600)
         time.sleep(args.warmup)
@@ -128,6 +129,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60, help="measurement window")
     ap.add_argument("--warmup", type=float, default=20, help="seconds before measuring")
     ap.add_argument("--trigger", default="1 second")
+    ap.add_argument("--max-records", type=int, help="trades per batch (default: the spec's)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
