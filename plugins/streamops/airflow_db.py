@@ -199,6 +199,22 @@ class MetadataDatabase:
         pid = self.postgres.pid()
         return f"{self.where()} ({f'running, pid {pid}' if pid else 'stopped'})"
 
+    def has_schema(self) -> bool:
+        """Whether Airflow's tables are there (its migration table, ``alembic_version``): a
+        database made anew (a data directory or a file removed) needs migrating again."""
+        import sqlalchemy as sa
+
+        args = SQLITE_CONNECT_ARGS if self.choice == SQLITE else {}
+        engine = sa.create_engine(self.url(), connect_args=args)
+        try:
+            with engine.connect() as conn:
+                return sa.inspect(conn).has_table("alembic_version")
+        except sa.exc.SQLAlchemyError as exc:
+            log.warning("could not read the metadata database (%s); migrating it", exc)
+            return False
+        finally:
+            engine.dispose()
+
     def migrated(self) -> None:
         """After ``airflow db migrate``: a SQLite file is switched to write-ahead logging."""
         if self.choice == SQLITE:

@@ -210,19 +210,22 @@ class AirflowStack:
         """Create the home, password and secrets; migrate the metadata DB; add the connection.
 
         Each step runs only when needed (an ``airflow`` command costs seconds of CPU): the
-        migration when this Airflow version has not migrated the database yet (the version is
-        stamped in ``migrated`` after a migration), the connection's import when it changed."""
+        migration when this Airflow version has not migrated this database yet (the version and
+        the database are stamped in ``migrated`` after a migration) or its tables are gone, the
+        connection's import when it changed or the database is new."""
         self.home.mkdir(parents=True, exist_ok=True)
         self._ensure_password()
         stamp = self.home / "migrated"
         version = importlib.metadata.version("apache-airflow")
         current = f"{version} {self.database.where()}"
-        if stamp.is_file() and stamp.read_text().strip() == current:
-            log.info("metadata database is migrated (Airflow %s, %s)", version, current)
+        stamped = stamp.is_file() and stamp.read_text().strip() == current
+        if stamped and self.database.has_schema():
+            log.info("metadata database is migrated (Airflow %s)", current)
         else:
             self._run(["db", "migrate"], f"migrating the metadata database ({current})")
             self.database.migrated()
             stamp.write_text(current + "\n")
+            (self.home / "connections.imported").unlink(missing_ok=True)  # a new database
         conn_file, imported = self.home / "connections.json", self.home / "connections.imported"
         s = self.settings
         text = (

@@ -5,6 +5,7 @@ wrapper that keeps a stable command line. Nothing here starts Airflow (see tests
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -100,16 +101,22 @@ def test_a_second_prepare_runs_no_airflow_command(
     def run(self: AirflowStack, args: list[str], what: str, timeout: float = 600) -> None:
         ran.append(" ".join(args[:2]))
         if args[:2] == ["db", "migrate"]:
-            (self.home / "airflow.db").touch()
+            with sqlite3.connect(self.home / "airflow.db") as conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS alembic_version (v text)")
+            conn.close()
 
     monkeypatch.setattr(AirflowStack, "_run", run)
-    AirflowStack(settings).prepare()
+    lite = AirflowOptions(database="sqlite")
+    AirflowStack(settings, lite).prepare()
     assert ran == ["db migrate", "connections import"]
-    AirflowStack(settings).prepare()
+    AirflowStack(settings, lite).prepare()
     assert ran == ["db migrate", "connections import"]  # nothing more
     moved = settings.model_copy(update={"rest_port": 16067})
-    AirflowStack(moved).prepare()
+    AirflowStack(moved, lite).prepare()
     assert ran[2:] == ["connections import"]
     (settings.state_root / "airflow" / "migrated").write_text("2.0.0\n")  # another Airflow
-    AirflowStack(settings).prepare()
+    AirflowStack(settings, lite).prepare()
     assert ran[3:] == ["db migrate", "connections import"]
+    (settings.state_root / "airflow" / "airflow.db").unlink()  # the database made anew
+    AirflowStack(settings, lite).prepare()
+    assert ran[5:] == ["db migrate", "connections import"]
