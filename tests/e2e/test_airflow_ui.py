@@ -1,8 +1,9 @@
 """The embedded Airflow of ``streamops up`` (api-server, scheduler, dag-processor, triggerer on
 a free port, its metadata on the embedded PostgreSQL under a temporary state root) shows the
 project's DAGs and a finished run's history in headless Debian Chromium. Runs triggered back
-to back while the scheduler works never get an HTTP 5xx (on SQLite they could: "database is
-locked"); ``down`` leaves no Airflow or PostgreSQL process.
+to back while a fleet job runs on the session's cluster (the machine busy) never get an HTTP
+5xx (on SQLite they could: "database is locked"); ``down`` leaves no Airflow or PostgreSQL
+process.
 
 A health_check run is triggered through the REST API (with no Spark master on the settings'
 ports it ends red, naming the master), the browser logs in with a token from the simple auth
@@ -22,6 +23,8 @@ from typing import Any
 import pytest
 import requests
 from e2e.chromium import Chromium, chromium_path
+from support.fleet import FleetRun
+from support.integration import ClusterHandle
 
 from streamops.airflow_stack import COMPONENTS, AirflowOptions, AirflowStack, service_name
 from streamops.cluster import daemons
@@ -80,8 +83,9 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def test_the_ui_shows_the_dags_and_a_finished_run(
-    airflow: AirflowStack, tmp_path: Path, free_port: Callable[[], int]
-) -> None:
+    airflow: AirflowStack, spark_cluster: ClusterHandle, tmp_path: Path,
+    free_port: Callable[[], int],
+) -> None:  # fmt: skip
     password_file = airflow.password_file
     assert password_file.stat().st_mode & 0o777 == 0o600
     api = Api(airflow)
@@ -97,11 +101,19 @@ def test_the_ui_shows_the_dags_and_a_finished_run(
     assert done["state"] == "failed", "no Spark master runs here: the health check must be red"
     tis = {t["task_id"]: t["state"] for t in api("GET", f"{path}/taskInstances")["task_instances"]}
     assert tis["check_cluster"] == "failed" and tis["report"] == "failed", tis
-    # three more runs back to back while the scheduler and the dag-processor write: the
-    # metadata database takes them all (Api fails on any HTTP status >= 400)
-    more = [api("POST", "/dags/health_check/dagRuns", json={"logical_date": None, "conf": {}})
-            for _ in range(3)]  # fmt: skip
-    assert len({r["dag_run_id"] for r in more}) == 3
+    # three more runs back to back while a fleet job runs on the session's cluster (the
+    # machine busy) and the scheduler and the dag-processor write: the metadata database takes
+    # them all and every request is answered (Api fails on any HTTP status >= 400)
+    with FleetRun(spark_cluster, tmp_path / "fleet", job="fleet-ui-load", rate=100) as fleet:
+        fleet.submit()
+        more = [api("POST", "/dags/health_check/dagRuns", json={"logical_date": None, "conf": {}})
+                for _ in range(3)]  # fmt: skip
+        assert len({r["dag_run_id"] for r in more}) == 3
+        for r in more:
+            p = f"/dags/health_check/dagRuns/{r['dag_run_id']}"
+            wait_for(lambda p=p: api("GET", p)["state"] in ("success", "failed"), 600,
+                     f"run {r['dag_run_id']} to finish")  # fmt: skip
+        assert spark_cluster.registry.view("fleet-ui-load").is_live
     assert airflow.database.choice == "embedded" and "running" in airflow.database.state()
 
     url = airflow.options.url
