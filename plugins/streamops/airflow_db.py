@@ -162,6 +162,7 @@ class MetadataDatabase:
 
     def __init__(self, home: Path, choice: str = EMBEDDED) -> None:
         self.home, self.choice = home, parse_choice(choice)
+        self.sqlite_file = home / "airflow.db"
         self.postgres = EmbeddedPostgres(home / "pgdata")
         self._url: str | None = None
 
@@ -170,7 +171,7 @@ class MetadataDatabase:
         its socket."""
         if self._url is None:
             if self.choice == SQLITE:
-                self._url = f"sqlite:///{self.home / 'airflow.db'}"
+                self._url = f"sqlite:///{self.sqlite_file}"
             elif self.choice == EMBEDDED:
                 self._url = self.postgres.start()
             else:
@@ -187,7 +188,7 @@ class MetadataDatabase:
     def where(self) -> str:
         """Which database, in words (no password)."""
         if self.choice == SQLITE:
-            return f"SQLite {self.home / 'airflow.db'}"
+            return f"SQLite {self.sqlite_file}"
         if self.choice == EMBEDDED:
             return f"embedded PostgreSQL {self.postgres.pgdata}"
         return "PostgreSQL " + self.choice.rsplit("@", 1)[-1]
@@ -218,4 +219,4 @@ class MetadataDatabase:
     def migrated(self) -> None:
         """After ``airflow db migrate``: a SQLite file is switched to write-ahead logging."""
         if self.choice == SQLITE:
-            use_wal(self.home / "airflow.db")
+            use_wal(self.sqlite_file)

@@ -215,7 +215,7 @@ class AirflowStack:
         connection's import when it changed or the database is new."""
         self.home.mkdir(parents=True, exist_ok=True)
         self._ensure_password()
-        stamp = self.home / "migrated"
+        stamp, imported = self.home / "migrated", self.home / "connections.imported"
         version = importlib.metadata.version("apache-airflow")
         current = f"{version} {self.database.where()}"
         stamped = stamp.is_file() and stamp.read_text().strip() == current
@@ -225,8 +225,8 @@ class AirflowStack:
             self._run(["db", "migrate"], f"migrating the metadata database ({current})")
             self.database.migrated()
             stamp.write_text(current + "\n")
-            (self.home / "connections.imported").unlink(missing_ok=True)  # a new database
-        conn_file, imported = self.home / "connections.json", self.home / "connections.imported"
+            imported.unlink(missing_ok=True)  # a new database: the connection is not in it
+        conn_file = self.home / "connections.json"
         s = self.settings
         text = (
             json.dumps(

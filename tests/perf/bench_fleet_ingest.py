@@ -22,7 +22,7 @@ import statistics
 import threading
 import time
 
-from harness import bench_cluster, discard, fleet_spec
+from harness import bench_cluster, discard, fleet_spec, pct
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
@@ -30,13 +30,6 @@ from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.submit import submit_job
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def sample_latency(url: str, stop: threading.Event, out: list[float], since: float) -> None:

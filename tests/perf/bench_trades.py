@@ -28,7 +28,7 @@ import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster, discard
+from harness import bench_cluster, discard, pct
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
@@ -39,13 +39,6 @@ from streamops.spec import load_spec
 from streamops.submit import submit_job
 
 STAGES = ("avg-1s", "avg-1m", "vol-1s")
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def cpu_times() -> tuple[float, float]:

@@ -89,6 +89,14 @@ def bench_cluster(
     return root, settings, LocalCluster(settings, profile)
 
 
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank), NaN when there are none."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def discard(root: Path, keep: bool = False) -> None:
     """Remove a benchmark's state root (hundreds of MB of checkpoints, logs and class
     archives), unless ``keep`` or ``STREAMOPS_BENCH_KEEP`` is set."""

@@ -124,9 +124,10 @@ function draw() {
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.fillStyle = "#fbfcfd"; ctx.fillRect(0, 0, width, height);
   const rows = fleet.rows;
-  const project = projection(extent(rows), width, height);
-  drawGrid(extent(rows), project);
-  drawBorders(extent(rows), project);
+  const box = extent(rows); // one pass over the vehicles a draw
+  const project = projection(box, width, height);
+  drawGrid(box, project);
+  drawBorders(box, project);
 
   ctx.strokeStyle = "rgba(40, 110, 220, 0.35)"; ctx.lineWidth = 1.2;
   ctx.beginPath(); // every trail in one path: one stroke call
