@@ -39,7 +39,11 @@ VEHICLE_FIELDS = ("vin", "time", "sequence", "source", "latitude", "longitude", 
 
 
 def ping_stream(ctx: JobContext) -> DataFrame:
-    """Both sources, parsed and validated, as one stream of pings."""
+    """Both sources, parsed and validated, as one stream of pings.
+
+    Every stage builds its own: two queries started from one streaming DataFrame share its
+    plan's objects, and a task of one then failed to deserialize (``OptionalDataException``
+    in a ``HashMap``) while the other query planned (tried 2026-11-25)."""
     spark, args = ctx.spark, ctx.args
     spark.dataSource.register(AlphaDataSource)
     spark.dataSource.register(BetaDataSource)

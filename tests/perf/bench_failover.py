@@ -27,6 +27,10 @@ catches up and the sinks are compared with the batch recomputation: lost / extra
 
     .venv/bin/python tests/perf/bench_failover.py --faults node,executor,driver,master,stall
     .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,driver --standby hot
+
+``--timeline`` prints, after each node or driver kill, the relaunched driver's start-up steps
+(its log lines, Spark's at INFO, with seconds from the kill) and each stage's first batch;
+``--conf key=value`` (repeatable) sets a Spark property of the job, to compare settings.
 """
 
 from __future__ import annotations
@@ -82,6 +86,35 @@ def executor_jvm(settings: Settings) -> int:
         if "CoarseGrainedExecutorBackend" in line and app and app in line:
             return int(line.split()[0])
     raise SystemExit(f"no executor of {app} found")
+
+
+TIMELINE_MARKS = (
+    "spark_jobs", "streamops", "SparkContext: Running Spark", "Successfully started service",
+    "Connecting to master", "Connected to Spark cluster", "Granted executor",
+    "Registered executor", "Executor added", "Started SparkUI", "BlockManagerMaster: Registered",
+    "Starting new streaming query", "Starting job", "Committed offsets",
+    "Starting Python worker", "StandaloneSchedulerBackend", "state store",
+)  # fmt: skip
+
+
+def timeline(root: Path, settings: Settings, t0: float, until: float) -> list[str]:
+    """The relaunched driver's log lines between the kill and ``until``, seconds from the kill."""
+    driver = JobRegistry(settings).view(JOB).driver_id
+    files = [p for name in ("stderr", "stdout") for p in root.glob(f"**/{driver}/{name}")]
+    out = [f"          timeline of {driver} (logs: {', '.join(map(str, files)) or 'none'}):"]
+    found = []
+    for line in [ln for p in files for ln in p.read_text(errors="replace").splitlines()]:
+        try:
+            stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+            at = stamp + int(line[20:23]) / 1000 - t0
+        except ValueError:
+            continue
+        if -1 <= at <= until - t0 + 0.5 and any(m in line for m in TIMELINE_MARKS):
+            found.append((at, f"          {at:6.2f} s  {line[24:][:150]}"))
+    out += [text for _, text in sorted(found)]
+    for stage, at in sorted(next_batches(settings, t0).items(), key=lambda kv: kv[1]):
+        out.append(f"          {at - t0:6.2f} s  first batch of stage {stage} committed")
+    return out
 
 
 def next_batches(settings: Settings, after: float) -> dict[str, float]:
@@ -175,7 +208,9 @@ def stall(settings: Settings, beta: BetaProcess, seconds: float, stages: set[str
     )
 
 
-def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]) -> str:
+def fault(
+    cluster: LocalCluster, settings: Settings, kind: str, stages: set[str], show: Path | None
+) -> str:
     view = JobRegistry(settings).view(JOB)
     t0 = time.time()
     detected = float("nan")
@@ -188,6 +223,8 @@ def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]
         detected = (taken_over(settings, t0, view.driver_id) if view.standby
                     else detect(settings, t0, view.driver_id, worker))  # fmt: skip
         recovery = wait_recovered(settings, t0, stages)
+        if show:
+            print("\n".join(timeline(show, settings, t0, t0 + recovery)), flush=True)
         cluster.add_worker(name)  # back to two workers for the next fault
     elif kind == "driver":
         pid, worker = driver_jvm(settings)
@@ -198,6 +235,8 @@ def fault(cluster: LocalCluster, settings: Settings, kind: str, stages: set[str]
         detected = (taken_over(settings, t0, view.driver_id) if view.standby
                     else detect(settings, t0, view.driver_id, None))  # fmt: skip
         recovery = wait_recovered(settings, t0, stages)
+        if show:
+            print("\n".join(timeline(show, settings, t0, t0 + recovery)), flush=True)
     elif kind == "master":
         t0 = time.time()
         os.kill(cluster.daemons()[MASTER_NAME].pid, signal.SIGKILL)
@@ -257,7 +296,13 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=20.0, help="steady seconds before a fault")
     ap.add_argument("--standby", choices=("none", "hot"), default="none")
     ap.add_argument("--stall", type=float, default=30.0, help="seconds beta stays frozen")
+    ap.add_argument("--timeline", action="store_true", help="print a relaunch's start-up steps")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark property of the job (repeatable; an empty value drops it)")
     args = ap.parse_args()
+    conf = dict(c.split("=", 1) for c in args.conf)
+    if args.timeline:
+        conf.setdefault("spark.log.level", "INFO")
     logging.basicConfig(level=logging.WARNING)
     workers = 3 if args.standby == "hot" else 2
     root, settings, cluster = bench_cluster("bench-failover-", "3g", workers=workers)
@@ -275,7 +320,7 @@ def main() -> None:
         alpha.start()
         spec = fleet_spec("fleet-pings.yaml", JOB, "1 second",
                           {"alpha_dir": str(work / "alpha"), "beta_url": beta.url,
-                           "store_url": url})  # fmt: skip
+                           "store_url": url}, conf)  # fmt: skip
         spec = spec.model_copy(update={"standby": args.standby})
         submit_job(spec, settings, wait_healthy=600)
         stages = set(JobRegistry(settings).view(JOB).stages)
@@ -288,7 +333,8 @@ def main() -> None:
             time.sleep(args.settle)
             since = time.time()
             line = (stall(settings, beta, args.stall, stages) if kind.strip() == "stall"
-                    else fault(cluster, settings, kind.strip(), stages))  # fmt: skip
+                    else fault(cluster, settings, kind.strip(), stages,
+                               root if args.timeline else None))  # fmt: skip
             print(line, flush=True)
             lines.append(line)
         time.sleep(5)

@@ -9,11 +9,15 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
+from streamops.airflow_health import HEALTH_KEYS, stale_components
 from streamops.airflow_stack import AirflowOptions, AirflowStack
+from streamops.cluster.daemons import PidRecord
 from streamops.exceptions import ConfigError
 from streamops.settings import Settings
 
@@ -120,3 +124,25 @@ def test_a_second_prepare_runs_no_airflow_command(
     (settings.state_root / "airflow" / "airflow.db").unlink()  # the database made anew
     AirflowStack(settings, lite).prepare()
     assert ran[5:] == ["db migrate", "connections import"]
+
+
+def _record(component: str, started: datetime) -> PidRecord:
+    return PidRecord(pid=1, pgid=1, name=component, kind="service", ports={},
+                     started_at=started.isoformat(timespec="seconds"), cmd=[], log="")  # fmt: skip
+
+
+def test_up_starts_again_what_a_restarted_database_or_a_stale_heartbeat_left_behind() -> None:
+    now = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    old, new = now - timedelta(seconds=600), now - timedelta(seconds=10)
+    running = {"api-server": _record("api-server", old), "scheduler": _record("scheduler", old),
+               "triggerer": _record("triggerer", new)}  # fmt: skip
+    healthy = {k: {"status": "healthy"} for k in HEALTH_KEYS.values()}
+    assert stale_components(running, healthy, False, now) == ([], ANY)
+    # the embedded PostgreSQL was down under them: every running component, healthy or not
+    stale, why = stale_components(running, healthy, True, now)
+    assert stale == ["api-server", "scheduler", "triggerer"] and "PostgreSQL" in why
+    # a stale heartbeat: restarted once past the start's grace, not a component just started
+    sick = {**healthy, "scheduler": {"status": "unhealthy"}, "triggerer": {"status": "unhealthy"}}
+    stale, why = stale_components(running, sick, False, now)
+    assert stale == ["scheduler"] and "unhealthy" in why
+    assert stale_components(running, None, False, now)[0] == []  # no answer: nothing judged

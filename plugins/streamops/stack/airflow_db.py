@@ -71,6 +71,8 @@ class EmbeddedPostgres:
 
     def __init__(self, pgdata: Path) -> None:
         self.pgdata = pgdata
+        self.started_here = False
+        """Whether :meth:`start` found the server down and started it."""
 
     @staticmethod
     def _server_module() -> Any:
@@ -116,6 +118,7 @@ class EmbeddedPostgres:
                 f"{self.pgdata / 'log'}"
             ) from exc
         info = server.get_postmaster_info()
+        self.started_here = not was_running
         if not was_running:
             log.info("embedded PostgreSQL %s (pid %s, data %s, socket in %s)",
                      "initialised and started" if first else "started", info.pid, self.pgdata,
@@ -169,13 +172,10 @@ class MetadataDatabase:
     def url(self) -> str:
         """The SQLAlchemy URL; the embedded PostgreSQL is started (if it does not run) to know
         its socket."""
-        if self._url is None:
-            if self.choice == SQLITE:
-                self._url = f"sqlite:///{self.sqlite_file}"
-            elif self.choice == EMBEDDED:
-                self._url = self.postgres.start()
-            else:
-                self._url = self.choice
+        if self.choice == EMBEDDED and (self._url is None or self.postgres.pid() is None):
+            self._url = self.postgres.start()  # again if it went away since
+        elif self._url is None:
+            self._url = f"sqlite:///{self.sqlite_file}" if self.choice == SQLITE else self.choice
         return self._url
 
     def env(self) -> dict[str, str]:

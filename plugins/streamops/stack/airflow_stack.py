@@ -23,12 +23,14 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import requests
 
 from streamops.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
+from streamops.airflow_health import HEALTH_KEYS, stale_components
 from streamops.exceptions import ConfigError, ProcessError
 from streamops.layout import read_json
 from streamops.services import running_service, start_service, stop_services
@@ -228,24 +230,22 @@ class AirflowStack:
             imported.unlink(missing_ok=True)  # a new database: the connection is not in it
         conn_file = self.home / "connections.json"
         s = self.settings
-        text = (
-            json.dumps(
-                {
-                    CONNECTION_ID: {
-                        "conn_type": "spark_standalone",
-                        "host": s.master_host,
-                        "port": s.rest_port,
-                        "description": "Spark master of the local stack (REST submission port)",
-                        "extra": json.dumps(
-                            {
-                                "webui_port": s.master_webui_port,
-                                "master_port": s.master_port,
-                                "state_root": str(s.state_root),
-                            }
-                        ),
-                    }
+        text = json.dumps(
+            {
+                CONNECTION_ID: {
+                    "conn_type": "spark_standalone",
+                    "host": s.master_host,
+                    "port": s.rest_port,
+                    "description": "Spark master of the local stack (REST submission port)",
+                    "extra": json.dumps(
+                        {
+                            "webui_port": s.master_webui_port,
+                            "master_port": s.master_port,
+                            "state_root": str(s.state_root),
+                        }
+                    ),
                 }
-            )
+            }
         )
         if imported.is_file() and imported.read_text() == text:
             log.info("connection %s is current", CONNECTION_ID)
@@ -276,11 +276,25 @@ class AirflowStack:
             )
         self.prepare()
         env = self.env()
+        stale, why = self._stale_components()
+        if stale:
+            log.warning("restarting Airflow's %s: %s", ", ".join(stale), why)
+            stop_services(self.settings, [service_name(c) for c in stale])
         for component in COMPONENTS:
             argv = [sys.executable, "-m", "streamops.airflow_stack", component]
             if component == "api-server":
                 argv += ["--host", o.host, "--port", str(o.port)]
             start_service(self.settings, service_name(component), argv, env)
+
+    def _stale_components(self) -> tuple[list[str], str]:
+        running = {
+            c: r for c in COMPONENTS if (r := running_service(self.settings, service_name(c)))
+        }
+        if not running:
+            return [], ""
+        restarted = self.database.postgres.started_here
+        health = None if restarted else self.health()
+        return stale_components(running, health, restarted, datetime.now(UTC))
 
     def wait_ready(self) -> dict[str, Any]:
         """Block until the api-server answers and reports every component healthy."""
@@ -341,16 +355,10 @@ class AirflowStack:
 
     def status(self) -> list[ComponentStatus]:
         health = self.health() or {}
-        keys = {
-            "api-server": "metadatabase",
-            "scheduler": "scheduler",
-            "dag-processor": "dag_processor",
-            "triggerer": "triggerer",
-        }
         out = []
         for component in COMPONENTS:
             record = running_service(self.settings, service_name(component))
-            entry = health.get(keys[component])
+            entry = health.get(HEALTH_KEYS[component])
             out.append(
                 ComponentStatus(
                     component,
