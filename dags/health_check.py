@@ -32,7 +32,7 @@ import pendulum
 from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from streamops.health import GROUPS
+from streamops.health.checks import GROUPS
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def health_check() -> None:
     def check(group: str, config: dict[str, Any], ti: Any = None) -> str:
         """Run one group of checks; push their results (XCom ``results``, read by ``report``)
         and fail at once (no retry) when one of them fails."""
-        from streamops import health
+        from streamops.health import checks as health
         from streamops_airflow.hooks import ops_settings
 
         report = health.run_checks(
@@ -124,7 +124,7 @@ def health_check() -> None:
     @task(trigger_rule="all_done", retries=0)
     def report(ti: Any = None) -> str:
         """Record the run in the health history; fail naming every failed check."""
-        from streamops import health
+        from streamops.health import checks as health
         from streamops_airflow.hooks import ops_settings
 
         results: list[health.CheckResult] = []

@@ -43,7 +43,7 @@ def restart_job() -> None:
     @task(multiple_outputs=True)
     def validate(params: dict | None = None) -> dict:
         from streamops.exceptions import StreamopsError
-        from streamops.restart import check_mode, restart_savepoint_name
+        from streamops.procedures.restart import check_mode, restart_savepoint_name
         from streamops_airflow import params as checks
         from streamops_airflow.exceptions import ParamError
         from streamops_airflow.hooks import ops_settings
@@ -65,7 +65,7 @@ def restart_job() -> None:
     @task(retries=0)
     def stop(ctx: dict) -> str | None:
         """Cancel the job if it still runs (no savepoint); nothing to do if it is dead."""
-        from streamops.restart import stop_for_restart
+        from streamops.procedures.restart import stop_for_restart
         from streamops_airflow.hooks import ops_settings
 
         return stop_for_restart(ops_settings(), ctx["job"])
@@ -75,7 +75,7 @@ def restart_job() -> None:
         """Submit the last spec again; it resumes from its checkpoints."""
         from airflow.sdk import get_current_context
 
-        from streamops.restart import resubmit as resubmit_job
+        from streamops.procedures.restart import resubmit as resubmit_job
         from streamops_airflow.hooks import ops_settings
         from streamops_airflow.operators import run_owner
 

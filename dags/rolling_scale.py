@@ -65,14 +65,14 @@ def rolling_scale() -> None:
 
     @task
     def mark_batches() -> dict:
-        from streamops import scale
+        from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
         return scale.batch_marks(ops_settings())
 
     @task(retries=0)
     def change_workers(plan: dict) -> int:
-        from streamops import scale
+        from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
         settings = ops_settings()
@@ -87,14 +87,14 @@ def rolling_scale() -> None:
 
     @task
     def confirm_in_master(expected: int) -> None:
-        from streamops import scale
+        from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
         scale.wait_alive_count(ops_settings(), expected)
 
     @task
     def verify_batches_continue(marks: dict, params: dict | None = None) -> dict:
-        from streamops import scale
+        from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
         timeout = float((params or {}).get("verify_timeout") or 300)
@@ -104,7 +104,7 @@ def rolling_scale() -> None:
 
     @task
     def rebalance() -> list[str]:
-        from streamops import scale
+        from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
         settings = ops_settings()

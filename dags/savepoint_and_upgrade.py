@@ -22,8 +22,8 @@ Upgrade a running job to a new version without losing or double-counting events:
 6. **verify**: wait until it is healthy. If it is not, **roll back**: the old version is
    restarted from the same savepoint and the run fails with the reason.
 
-Each task runs one step of `streamops.upgrade_steps`, the steps `streamops upgrade` runs in a
-loop. The upgrade's intent (`jobs/<job>/upgrade.json`: both specs by value, the savepoint,
+Each task runs one step of `streamops.procedures.upgrade_steps`, the steps `streamops upgrade` runs
+in a loop. The upgrade's intent (`jobs/<job>/upgrade.json`: both specs by value, the savepoint,
 the plan, the standby, the drivers, the steps done) is saved after every step, so a retried
 task resumes instead of repeating harm. The new spec file is read once, by **validate**: the
 version planned is the version started.
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from airflow.sdk import Param, dag, task
 
-from streamops.standby import STANDBY_MODES
+from streamops.procedures.standby import STANDBY_MODES
 from streamops_airflow.dag_defaults import manual_dag
 from streamops_airflow.upgrade_groups import (
     abort_standby,

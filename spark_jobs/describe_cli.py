@@ -21,8 +21,8 @@ import sys
 from typing import Any
 
 from spark_jobs.runtime.describe import describe_job_stages
-from streamops.layout import StateLayout
 from streamops.spec import JobSpec, decode_spec
+from streamops.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.describe_cli")
 DEFAULT_SHUFFLE_PARTITIONS = "4"

@@ -22,9 +22,9 @@ from spark_jobs.runtime import hot_standby, standby, supervision
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
-from streamops import lease
-from streamops.layout import StateLayout
 from streamops.spec import JobSpec, decode_spec
+from streamops.state import lease
+from streamops.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.main")
 

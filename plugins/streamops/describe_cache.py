@@ -18,9 +18,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from streamops.layout import read_json, write_json_atomic
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, encode_spec
+from streamops.state.layout import read_json, write_json_atomic
 
 log = logging.getLogger("streamops.describe_cache")
 KEEP = 20

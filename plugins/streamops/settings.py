@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from streamops.exceptions import ConfigError
-from streamops.layout import StateLayout
+from streamops.state.layout import StateLayout
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,8 +1,8 @@
 """Task groups shared by the cluster DAGs (``cluster_restart``, ``rolling_scale``, ...).
 
-Each task calls one procedure of the ops library (:mod:`streamops.cluster_restart`,
-:mod:`streamops.scale`), the code the CLI runs; cluster steps reach nodes only through the
-node agents. The procedures record intent before each destructive step, so a retried task
+Each task calls one procedure of the ops library (:mod:`streamops.procedures.cluster_restart`,
+:mod:`streamops.procedures.scale`), the code the CLI runs; cluster steps reach nodes only through
+the node agents. The procedures record intent before each destructive step, so a retried task
 resumes instead of repeating harm. Nothing here runs at import (DAG parse) time: the ops
 library is imported inside the tasks. Their settings come from
 :func:`~streamops_airflow.hooks.ops_settings`, as every DAG's do.
@@ -17,10 +17,10 @@ from airflow.sdk.exceptions import AirflowFailException
 
 
 def restart_step(step: str, **kwargs: Any) -> Any:
-    """Run one step of :mod:`streamops.cluster_restart`; a failure is kept in the intent
+    """Run one step of :mod:`streamops.procedures.cluster_restart`; a failure is kept in the intent
     record (the rollback task reports it) and fails the task."""
-    from streamops import cluster_restart
     from streamops.exceptions import StreamopsError
+    from streamops.procedures import cluster_restart
     from streamops_airflow.hooks import ops_settings
 
     settings = ops_settings()
@@ -34,7 +34,7 @@ def restart_step(step: str, **kwargs: Any) -> Any:
 @task
 def jobs_of_restart() -> list[str]:
     """The jobs the current restart stops and restores (recorded by ``begin``)."""
-    from streamops import cluster_restart
+    from streamops.procedures import cluster_restart
     from streamops_airflow.hooks import ops_settings
 
     intent = cluster_restart.load_intent(ops_settings())
@@ -75,7 +75,7 @@ def restore_all_jobs() -> None:
 def roll_back_restart() -> None:
     """On a failed step: stop, switch back to the old release, start, restore every job
     from its savepoint; then fail the run with the reason."""
-    from streamops import cluster_restart
+    from streamops.procedures import cluster_restart
     from streamops_airflow.hooks import ops_settings
 
     settings = ops_settings()

@@ -1,6 +1,6 @@
 """Task groups of the ``restart_job`` DAG (mode ``savepoint``): each task runs, or polls, one
-step of :mod:`streamops.savepoint_restart` (the restart from a fresh savepoint that the CLI,
-the rebalance and the cluster restart run), for the DAG run that owns the job's restart
+step of :mod:`streamops.procedures.savepoint_restart` (the restart from a fresh savepoint that the
+CLI, the rebalance and the cluster restart run), for the DAG run that owns the job's restart
 intent ``jobs/<job>/restart.json``; a retried task resumes from it (no second cancel, no
 second submit). Every group takes ``ctx``, the output of a task with
 ``multiple_outputs=True`` holding at least ``job`` and ``savepoint``::
@@ -10,7 +10,7 @@ second submit). Every group takes ``ctx``, the output of a task with
     verify:                 wait_healthy (deferrable sensor) → done (the library's verify),
                             or rollback: fail with why (the savepoint is kept)
 
-The upgrade (``savepoint_and_upgrade``) runs the steps of :mod:`streamops.upgrade_steps`
+The upgrade (``savepoint_and_upgrade``) runs the steps of :mod:`streamops.procedures.upgrade_steps`
 instead: :mod:`streamops_airflow.upgrade_groups`.
 """
 
@@ -34,11 +34,11 @@ STOP_TIMEOUT = 90.0
 
 
 def restart_step(step: str, job: str, *args: Any, fatal: bool = True, **kwargs: Any) -> Any:
-    """Run step ``step`` of :mod:`streamops.savepoint_restart` on ``job`` for this DAG run;
-    with ``fatal`` a job error (not running, a failed or unanswered savepoint, another run's
+    """Run step ``step`` of :mod:`streamops.procedures.savepoint_restart` on ``job`` for this DAG
+    run; with ``fatal`` a job error (not running, a failed or unanswered savepoint, another run's
     restart) fails the task without a retry."""
-    from streamops import savepoint_restart
     from streamops.exceptions import JobError
+    from streamops.procedures import savepoint_restart
     from streamops_airflow.operators import run_owner
 
     owner = run_owner(get_current_context())
@@ -47,7 +47,8 @@ def restart_step(step: str, job: str, *args: Any, fatal: bool = True, **kwargs: 
 
 
 class RestartStepSensor(StepSensor):
-    """Poll step ``step`` of :mod:`streamops.savepoint_restart` on ``job`` until it is done."""
+    """Poll step ``step`` of :mod:`streamops.procedures.savepoint_restart` on ``job`` until it is
+    done."""
 
     def run_step(self) -> Any:
         return restart_step(self.step, self.job)

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streamops import savepoints
 from streamops.exceptions import StreamopsError
 from streamops.jobs import JobRegistry
 from streamops.names import check_name
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
+from streamops.state import savepoints
 from streamops_airflow.exceptions import ParamError
 
 
@@ -82,7 +82,7 @@ def positive_int(params: Mapping[str, Any], name: str, minimum: int = 1) -> int:
 
 def known_release(params: Mapping[str, Any], name: str, settings: Settings) -> str:
     """A classpath jar release that exists under ``<config>/jars/releases``."""
-    from streamops.releases import ReleaseStore
+    from streamops.state.releases import ReleaseStore
 
     release = safe_name(params, name)
     try:

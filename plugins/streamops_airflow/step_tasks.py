@@ -1,5 +1,6 @@
 """What the procedure DAGs' tasks share: each runs, or polls, one step of a procedure of the
-ops library (:mod:`streamops.upgrade_steps`, :mod:`streamops.savepoint_restart`), the steps
+ops library (:mod:`streamops.procedures.upgrade_steps`,
+:mod:`streamops.procedures.savepoint_restart`), the steps
 the CLI runs in a loop, for the DAG run that owns the procedure's intent (a retried task
 resumes from it). A task holds no logic of its own."""
 

@@ -1,6 +1,6 @@
 """The ``savepoint_and_upgrade`` DAG's tasks: each runs (or polls) one step of
-:mod:`streamops.upgrade_steps`, the steps the CLI runs in a loop, for the DAG run that owns
-the upgrade's intent (a retried task resumes from it; see :func:`upgrade_step`)::
+:mod:`streamops.procedures.upgrade_steps`, the steps the CLI runs in a loop, for the DAG run that
+owns the upgrade's intent (a retried task resumes from it; see :func:`upgrade_step`)::
 
     plan → start_standby → savepoint_with_cancel.request → savepoint_with_cancel.wait_result
          → start_new_version → verify.wait_healthy → verify.done (verify, finish)
@@ -25,10 +25,10 @@ SAVEPOINT_TIMEOUT = 240.0
 
 
 def upgrade_step(step: str, job: str, *args: Any, **kwargs: Any) -> Any:
-    """Run step ``step`` of :mod:`streamops.upgrade_steps` on ``job`` for this DAG run; a
+    """Run step ``step`` of :mod:`streamops.procedures.upgrade_steps` on ``job`` for this DAG run; a
     refused plan or a failed upgrade fails the task (no retry) with its reason."""
-    from streamops import upgrade_steps
-    from streamops.upgrade_plan import UpgradeFailed, UpgradeRefused
+    from streamops.procedures import upgrade_steps
+    from streamops.procedures.upgrade_plan import UpgradeFailed, UpgradeRefused
     from streamops_airflow.operators import run_owner
 
     owner = run_owner(get_current_context())
@@ -77,8 +77,8 @@ def request(ctx: dict[str, Any]) -> str:
 
 
 class UpgradeStepSensor(StepSensor):
-    """Poll step ``step`` of :mod:`streamops.upgrade_steps` (one that answers whether it is
-    done, e.g. ``savepoint_answered``) on ``job`` until it is."""
+    """Poll step ``step`` of :mod:`streamops.procedures.upgrade_steps` (one that answers whether it
+    is done, e.g. ``savepoint_answered``) on ``job`` until it is."""
 
     def run_step(self) -> Any:
         return upgrade_step(self.step, self.job)

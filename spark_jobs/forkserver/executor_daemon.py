@@ -7,7 +7,7 @@ than a second of CPU each, paid by the first batches after every executor start,
 dead node are the batches the job's recovery waits for. This daemon imports them once, then runs
 Spark's own manager loop: its workers are forks that start at once.
 
-Set as ``spark.python.daemon.module`` (``streamops.submit.DEFAULT_CONF``). PyArrow is not
+Set as ``spark.python.daemon.module`` (``streamops.procedures.submit.DEFAULT_CONF``). PyArrow is not
 imported here: it starts threads when imported, and a fork must not copy a process with
 threads (Spark's daemon says the same); the workers import it when they first need it.
 """

@@ -30,10 +30,10 @@ from spark_jobs.runtime.fencing import LeaseFence
 from spark_jobs.runtime.gate import WarmGate
 from spark_jobs.runtime.protocols import BatchSink, Stage
 from spark_jobs.runtime.status import StatusBoard
-from streamops import lease
-from streamops.layout import StateLayout
 from streamops.names import check_name
 from streamops.spec import JobSpec, ProcessingGuarantee
+from streamops.state import lease
+from streamops.state.layout import StateLayout
 
 __all__ = ["BatchSink", "JobContext", "JobFailed", "Stage", "short_error"]
 

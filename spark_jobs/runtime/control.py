@@ -3,7 +3,7 @@
 Polled by the supervising loop of :class:`RunningJob` between checks of its queries, so
 requests are handled one at a time on one thread. A savepoint of a job that goes on does not
 pause it: each stage is copied as its last committed batch left it (files of later batches
-are left out, :mod:`streamops.checkpoint_cut`). A stop, or a savepoint with ``cancel``, pauses
+are left out, :mod:`streamops.state.checkpoint_cut`). A stop, or a savepoint with ``cancel``, pauses
 the sources and drains every stage to a batch boundary first, then stops the queries only
 after the savepoint is written and verified. A failed savepoint leaves the job running.
 """
@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from spark_jobs.runtime.protocols import RunningJob
 from spark_jobs.runtime.savepointing import drain, stage_entry
-from streamops import control, savepoints
-from streamops.checkpoint_cut import last_batch
-from streamops.layout import read_json
+from streamops.state import control, savepoints
+from streamops.state.checkpoint_cut import last_batch
+from streamops.state.layout import read_json
 
 log = logging.getLogger("spark_jobs.control")
 DRAIN_TIMEOUT = 120.0

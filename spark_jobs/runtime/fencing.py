@@ -1,4 +1,4 @@
-"""Lease fencing: the job's lease as its driver holds it (:mod:`streamops.lease`).
+"""Lease fencing: the job's lease as its driver holds it (:mod:`streamops.state.lease`).
 
 The driver takes the lease before it writes anything, heartbeats it from the supervision
 loop, checks it before every sink write (a driver that lost the lease writes nothing), and
@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame
 
 from spark_jobs.runtime.protocols import BatchSink
 from spark_jobs.runtime.status import StatusBoard
-from streamops import lease
-from streamops.layout import StateLayout
+from streamops.state import lease
+from streamops.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.runtime")
 HEARTBEAT_S = 2.0

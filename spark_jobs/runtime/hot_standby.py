@@ -1,7 +1,7 @@
 """Hot standby: a second driver of the running version that takes the job over when it dies.
 
 A job whose spec says ``standby: hot`` runs two drivers of the same version. The one that
-holds the job's lease (``streamops.lease``) runs the stages; the other, the hot standby:
+holds the job's lease (``streamops.state.lease``) runs the stages; the other, the hot standby:
 
 1. waits, before it even creates its Spark session, until a live driver holds the lease and
    the job's status says ``RUNNING`` (the two never compete for the machine during a start);
@@ -35,8 +35,8 @@ from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.warmup import warm_executors
-from streamops import lease
-from streamops.layout import StateLayout, read_json, write_json_atomic
+from streamops.state import lease
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger("spark_jobs.hot_standby")
 

@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from spark_jobs.sources.source_state import merge_states
-from streamops.layout import StateLayout, append_jsonl, write_json_atomic
+from streamops.state.layout import StateLayout, append_jsonl, write_json_atomic
 
 log = logging.getLogger("spark_jobs.status")
 

@@ -14,9 +14,9 @@ from support.dag_runs import load_dag
 from support.fleet import FleetRun
 from support.integration import ClusterHandle, wait_until
 
-from streamops import health
 from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient
+from streamops.health import checks as health
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("airflow_db", "streamops_env")]
 

@@ -22,9 +22,9 @@ from support.dag_runs import run_dag, task_states
 from support.fleet import FleetRun
 from support.integration import ClusterHandle
 
-from streamops import savepoints
 from streamops.jobs import read_submissions
-from streamops.restore import earliest_positions
+from streamops.procedures.restore import earliest_positions
+from streamops.state import savepoints
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("airflow_db", "streamops_env")]
 JOB = "fleet-dags-it"

@@ -28,10 +28,10 @@ from e2e.chromium import Chromium, chromium_path
 from support.fleet import FleetRun
 from support.integration import ClusterHandle
 
-from streamops.airflow_stack import COMPONENTS, AirflowOptions, AirflowStack, service_name
 from streamops.cluster import daemons
-from streamops.services import running_service
 from streamops.settings import PROJECT_ROOT, Settings
+from streamops.stack.airflow_stack import COMPONENTS, AirflowOptions, AirflowStack, service_name
+from streamops.stack.services import running_service
 
 pytestmark = pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium")
 

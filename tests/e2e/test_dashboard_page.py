@@ -1,6 +1,6 @@
 """The dashboard page in headless Debian Chromium, served by the service ``streamops up`` starts
-(:func:`streamops.stack.dashboard_command`, stopped as ``down`` stops it), over a real SQLite
-fleet store and real job files; no Spark master.
+(:func:`streamops.stack.local_stack.dashboard_command`, stopped as ``down`` stops it), over a real
+SQLite fleet store and real job files; no Spark master.
 
 Checked: nothing is requested outside the dashboard's origin (the page's resource timings and
 the server's request log), one marker is drawn per vehicle of the store, the markers move when
@@ -33,10 +33,10 @@ from support.dashboard_state import (
 )
 
 from spark_jobs.sinks import store
-from streamops.health_report import Level
-from streamops.services import running_service, start_service, stop_services
+from streamops.health.report import Level
 from streamops.settings import Settings
-from streamops.stack import dashboard_command
+from streamops.stack.local_stack import dashboard_command
+from streamops.stack.services import running_service, start_service, stop_services
 
 pytestmark = pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium")
 

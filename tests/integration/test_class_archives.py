@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from support.integration import ClusterHandle
 
-from streamops.class_training import train_class_archives
 from streamops.cluster.class_archives import ClassArchives, java_home
+from streamops.stack.class_training import train_class_archives
 
 pytestmark = pytest.mark.integration
 

@@ -15,10 +15,10 @@ import pytest
 from support.integration import ClusterHandle, source_positions, wait_until
 
 from spark_jobs.sinks import store
-from streamops import lease
 from streamops.cluster.client import MasterClient
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobAlreadyRunning
+from streamops.procedures.submit import build_submission, submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.sim.oracle import (
@@ -29,7 +29,7 @@ from streamops.sim.oracle import (
     tumbling_windows,
 )
 from streamops.spec import JobSpec, load_spec
-from streamops.submit import build_submission, submit_job
+from streamops.state import lease
 
 pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"

@@ -28,9 +28,9 @@ from support.fleet import FleetRun
 from support.integration import ClusterHandle, describe_job, wait_until
 
 from streamops.exceptions import StreamopsError
-from streamops.layout import read_json
-from streamops.savepoint_taking import savepoint_job
-from streamops.submit import submit_hot_standby
+from streamops.procedures.savepoint_taking import savepoint_job
+from streamops.procedures.submit import submit_hot_standby
+from streamops.state.layout import read_json
 
 pytestmark = pytest.mark.integration
 JOB = "fleet-hot"

@@ -40,10 +40,9 @@ from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
-from streamops.checkpoint_cut import last_batch
 from streamops.cluster.daemons import MASTER_NAME
-from streamops.health import Level, Thresholds, run_checks
-from streamops.lease import read_lease
+from streamops.health.checks import Level, Thresholds, run_checks
+from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.sim.oracle import (
@@ -54,7 +53,8 @@ from streamops.sim.oracle import (
     tumbling_windows,
 )
 from streamops.spec import load_spec
-from streamops.submit import submit_job
+from streamops.state.checkpoint_cut import last_batch
+from streamops.state.lease import read_lease
 
 pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"

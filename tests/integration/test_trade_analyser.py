@@ -21,15 +21,15 @@ from support.integration import ClusterHandle, describe_job, wait_until
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
-from streamops import savepoints
-from streamops.checkpoint_cut import last_batch
-from streamops.restore import earliest_positions
+from streamops.procedures.restore import earliest_positions
+from streamops.procedures.submit import submit_job
+from streamops.procedures.upgrade import plan_upgrade, upgrade
 from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.oracle import compare_series, trade_windows
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
-from streamops.submit import submit_job
-from streamops.upgrade import plan_upgrade, upgrade
+from streamops.state import savepoints
+from streamops.state.checkpoint_cut import last_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 JOB = "trade-analyser-it"

@@ -16,12 +16,12 @@ import pytest
 from support.fleet import FleetRun
 from support.integration import ClusterHandle, maps_file, pids_with_args, wait_until
 
-from streamops import savepoints
-from streamops.checkpoint_cut import last_batch
 from streamops.cluster.class_archives import ClassArchives
-from streamops.restore import earliest_positions
-from streamops.savepoint_taking import savepoint_job
-from streamops.upgrade import UpgradeRefused, plan_upgrade, upgrade
+from streamops.procedures.restore import earliest_positions
+from streamops.procedures.savepoint_taking import savepoint_job
+from streamops.procedures.upgrade import UpgradeRefused, plan_upgrade, upgrade
+from streamops.state import savepoints
+from streamops.state.checkpoint_cut import last_batch
 
 pytestmark = pytest.mark.integration
 JOB = "fleet-upgrade-it"

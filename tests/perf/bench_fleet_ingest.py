@@ -27,9 +27,9 @@ from sqlalchemy import select
 
 from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
+from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
-from streamops.submit import submit_job
 
 
 def sample_latency(url: str, stop: threading.Event, out: list[float], since: float) -> None:

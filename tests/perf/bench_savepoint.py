@@ -19,12 +19,12 @@ import time
 
 from harness import bench_cluster, discard, use_bench_jobs
 
-from streamops import savepoints
 from streamops.jobs import JobRegistry
-from streamops.savepoint_taking import savepoint_job
+from streamops.procedures.savepoint_taking import savepoint_job
+from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
-from streamops.submit import submit_job
+from streamops.state import savepoints
 
 
 def bench_one(settings: Settings, keys: int, repeat: int, trickle: int) -> str:

@@ -33,10 +33,10 @@ from sqlalchemy import select
 
 from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
+from streamops.procedures.submit import submit_job
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import load_spec
-from streamops.submit import submit_job
 
 STAGES = ("avg-1s", "avg-1m", "vol-1s")
 

@@ -23,14 +23,14 @@ from pathlib import Path
 from harness import bench_cluster, discard, fleet_spec
 
 from spark_jobs.sinks import store
-from streamops.class_training import train_class_archives
 from streamops.jobs import JobRegistry
+from streamops.procedures.submit import submit_job
+from streamops.procedures.upgrade import upgrade
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
-from streamops.submit import submit_job
-from streamops.upgrade import upgrade
+from streamops.stack.class_training import train_class_archives
 
 
 def first_batches(history: Path, version: str, after: float) -> dict[str, float]:

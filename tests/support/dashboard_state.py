@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.sinks import store
-from streamops import lease
-from streamops.health_report import CheckResult, HealthReport, Level, record
-from streamops.layout import append_jsonl, write_json_atomic
-from streamops.savepoints import Manifest, StageEntry
+from streamops.health.report import CheckResult, HealthReport, Level, record
 from streamops.settings import Settings
+from streamops.state import lease
+from streamops.state.layout import append_jsonl, write_json_atomic
+from streamops.state.savepoints import Manifest, StageEntry
 
 JOB = "fleet-pings"
 DRIVER = "driver-20261125120000-0001"

@@ -20,7 +20,7 @@ from support.integration import ClusterHandle, describe_job, wait_until
 
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
-from streamops.checkpoint_cut import last_batch
+from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.fleet import Ping
 from streamops.sim.journal import JournalRecord, valid_pings
@@ -33,7 +33,7 @@ from streamops.sim.oracle import (
     tumbling_windows,
 )
 from streamops.spec import JobSpec, load_spec
-from streamops.submit import submit_job
+from streamops.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 

@@ -8,7 +8,7 @@ import json
 from support.fleet import FleetRun
 from support.integration import wait_until
 
-from streamops.layout import StateLayout
+from streamops.state.layout import StateLayout
 
 
 def batch_times(layout: StateLayout, job: str) -> list[float]:

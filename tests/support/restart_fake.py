@@ -1,5 +1,5 @@
-"""A fake cluster at the edge of :mod:`streamops.savepoint_restart` (the restart from a fresh
-savepoint that the restart, the rebalance and the cluster restart run): the job registry and
+"""A fake cluster at the edge of :mod:`streamops.procedures.savepoint_restart` (the restart from a
+fresh savepoint that the restart, the rebalance and the cluster restart run): the job registry and
 the submission are hand-written fakes that record what they were asked (``calls``); the
 intent records, the control channel (request and answer files) and the submissions file
 are real.
@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from streamops import control, intents, restore, savepoint_restart, savepoint_taking
 from streamops.exceptions import JobError, SavepointNotFound
-from streamops.layout import append_jsonl
+from streamops.procedures import restore, savepoint_restart, savepoint_taking
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
+from streamops.state import control, intents
+from streamops.state.layout import append_jsonl
 
 JOB = "fleet-pings"
 V1 = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"

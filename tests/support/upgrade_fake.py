@@ -1,4 +1,5 @@
-"""A fake cluster at the edge of :mod:`streamops.upgrade_steps`: the job registry, the standby,
+"""A fake cluster at the edge of :mod:`streamops.procedures.upgrade_steps`: the job registry, the
+standby,
 submit and restore calls are replaced by hand-written fakes that record what they were asked
 (``calls``); the intent record, the control requests and the submissions file are real.
 
@@ -16,14 +17,15 @@ from typing import Any
 
 import pytest
 
-from streamops import control, intents, savepoint_taking, upgrade_steps
-from streamops import standby as standbys
 from streamops.exceptions import JobError, SavepointNotFound
-from streamops.layout import append_jsonl
 from streamops.planner import StageAction
+from streamops.procedures import savepoint_taking, upgrade_steps
+from streamops.procedures import standby as standbys
+from streamops.procedures.standby import Standby
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
-from streamops.standby import Standby
+from streamops.state import control, intents
+from streamops.state.layout import append_jsonl
 
 JOB = "fleet-pings"
 V1 = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"

@@ -20,8 +20,8 @@ from streamops.agent.client import AgentClient
 from streamops.cluster.daemons import MASTER_NAME, cmdline_matches, read_cmdline
 from streamops.cluster.status import worker_sort_key
 from streamops.exceptions import AgentError
-from streamops.layout import StateLayout, read_json, write_json_atomic
 from streamops.settings import Settings
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger("streamops.agent")
 

@@ -37,8 +37,8 @@ from streamops.cluster.daemons import MASTER_NAME, read_cmdline
 from streamops.cluster.node import NodeDaemons
 from streamops.cluster.status import match_worker
 from streamops.exceptions import ClusterNotRunning, StreamopsError, UnknownRelease
-from streamops.releases import ReleaseStore
 from streamops.settings import Settings
+from streamops.state.releases import ReleaseStore
 
 log = logging.getLogger("streamops.agent")
 

@@ -54,7 +54,7 @@ def releases_table(root: str, known: list[str], active: str | None) -> Listing:
 
 
 def run_release_list(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.releases import ReleaseStore
+    from streamops.state.releases import ReleaseStore
 
     store = ReleaseStore(settings)
     releases_table(str(store.root), store.known(), store.active()).print()
@@ -63,7 +63,7 @@ def run_release_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_release_switch(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.agent.registry import Agents
-    from streamops.cluster_restart import switch_release_on_nodes
+    from streamops.procedures.cluster_restart import switch_release_on_nodes
 
     switch_release_on_nodes(Agents(settings), args.release)
     print(f"active jar release: {args.release}")

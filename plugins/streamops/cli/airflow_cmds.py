@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
 
 
 def _stack(settings: Settings, port: int | None = None) -> Any:
-    from streamops.airflow_stack import AirflowOptions, AirflowStack
+    from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
 
     return AirflowStack(settings, AirflowOptions.from_env(port=port))
 

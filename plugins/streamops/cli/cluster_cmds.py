@@ -155,14 +155,14 @@ def run_remove_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_train_classes(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.class_training import train_class_archives
+    from streamops.stack.class_training import train_class_archives
 
     print(train_class_archives(settings, force=args.force).describe())
     return 0
 
 
 def run_restart(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.cluster_restart import restart
+    from streamops.procedures.cluster_restart import restart
 
     intent = restart(settings, args.release)
     print(f"cluster restarted on jar release {intent.release_to} (was "

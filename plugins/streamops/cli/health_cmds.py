@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_health(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops import health
+    from streamops.health import checks as health
 
     if args.history is not None:
         print_history(health.read_history(settings.layout, args.history))

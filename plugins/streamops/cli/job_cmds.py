@@ -42,8 +42,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.procedures.submit import submit_job
     from streamops.spec import load_spec
-    from streamops.submit import submit_job
 
     spec = with_args(load_spec(args.spec), args.arg)
     driver = submit_job(spec, settings, wait_healthy=args.wait or None)

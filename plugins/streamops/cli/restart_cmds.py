@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("job")
     p.add_argument(
-        "--mode", type=choice_of("streamops.restart", "MODES"), default="savepoint",
+        "--mode", type=choice_of("streamops.procedures.restart", "MODES"), default="savepoint",
         metavar="MODE", help="savepoint: graceful (default); last-checkpoint: "
         "for a job too sick to savepoint",
     )  # fmt: skip
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_restart(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.restart import restart_job
+    from streamops.procedures.restart import restart_job
 
     outcome = restart_job(settings, args.job, args.mode, savepoint=args.savepoint,
                           health_timeout=args.timeout)  # fmt: skip

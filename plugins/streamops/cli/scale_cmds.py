@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
 
 
 def run_scale(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops import scale
+    from streamops.procedures import scale
 
     before = scale.batch_marks(settings)
     if args.workers is not None:

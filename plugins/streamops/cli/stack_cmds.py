@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.settings import PROJECT_ROOT
-    from streamops.stack import StackOptions, up
+    from streamops.stack.local_stack import StackOptions, up
 
     spec = args.spec or PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
     opts = StackOptions(
@@ -63,14 +63,14 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _airflow_lines(settings: Settings) -> str:
-    from streamops.airflow_stack import AirflowStack
     from streamops.cli.airflow_cmds import login_lines
+    from streamops.stack.airflow_stack import AirflowStack
 
     return login_lines(AirflowStack(settings)) + "\n"
 
 
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.stack import down
+    from streamops.stack.local_stack import down
 
     down(settings)
     console().print("local stack stopped")

@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
             p.add_argument("--savepoint", help="savepoint name (default: generated)")
             p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
             p.add_argument(
-                "--standby", type=choice_of("streamops.standby", "STANDBY_MODES"),
+                "--standby", type=choice_of("streamops.procedures.standby", "STANDBY_MODES"),
                 default="auto", metavar="MODE",
                 help="warm: start the new version's driver as a warm standby "
                 "before stopping the old one (a gap of seconds; needs a free core for it); "
@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.savepoint_taking import savepoint_job
+    from streamops.procedures.savepoint_taking import savepoint_job
 
     result = savepoint_job(settings, args.job, args.name, cancel=args.cancel,
                            timeout=args.timeout)  # fmt: skip
@@ -63,7 +63,7 @@ def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.planner import describe_spec_stages
-    from streamops.restore import start_from_savepoint
+    from streamops.procedures.restore import start_from_savepoint
     from streamops.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -76,8 +76,8 @@ def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.procedures.upgrade import plan_upgrade
     from streamops.spec import load_spec
-    from streamops.upgrade import plan_upgrade
 
     plan = plan_upgrade(settings, args.job, load_spec(args.spec),
                         allow_state_drop=args.allow_state_drop)  # fmt: skip
@@ -86,8 +86,8 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.procedures.upgrade import upgrade
     from streamops.spec import load_spec
-    from streamops.upgrade import upgrade
 
     outcome = upgrade(settings, args.job, load_spec(args.spec),
                       allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,

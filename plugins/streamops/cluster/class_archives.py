@@ -6,7 +6,7 @@ every start: an upgrade pays it in three JVMs (driver, executors) at the worst m
 17 writes a *dynamic archive* of every class a JVM loaded when it exits
 (``-XX:ArchiveClassesAtExit``); a JVM started with ``-XX:SharedArchiveFile`` maps it. The
 archives are made by a short training run of a real job on the cluster
-(:mod:`streamops.class_training`), one for drivers and one for executors.
+(:mod:`streamops.stack.class_training`), one for drivers and one for executors.
 
 An archive fits one JDK, one set of jars and one classpath. Its name carries a key of all
 three (:func:`archive_key`), so a new Spark install or a jar release switch simply finds no

@@ -28,9 +28,9 @@ from streamops.cluster import rest_auth, rpc_auth
 from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
-from streamops.layout import StateLayout, read_json, write_json_atomic
 from streamops.names import check_name
 from streamops.settings import Settings
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
 

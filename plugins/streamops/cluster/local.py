@@ -23,10 +23,10 @@ from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
 from streamops.cluster.status import ClusterStatus, worker_sort_key
 from streamops.exceptions import AgentError, ClusterNotRunning, ProcessError
-from streamops.layout import write_json_atomic
 from streamops.names import check_name
-from streamops.releases import ReleaseStore
 from streamops.settings import Settings
+from streamops.state.layout import write_json_atomic
+from streamops.state.releases import ReleaseStore
 
 log = logging.getLogger(__name__)
 

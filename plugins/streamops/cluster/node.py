@@ -32,9 +32,9 @@ from streamops.cluster.status import (
     tail,
 )
 from streamops.exceptions import ClusterNotRunning, ProcessError
-from streamops.locks import file_lock
 from streamops.names import check_name
 from streamops.settings import Settings
+from streamops.state.locks import file_lock
 
 log = logging.getLogger(__name__)
 

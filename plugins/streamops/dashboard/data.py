@@ -1,7 +1,7 @@
 """What the dashboard shows, read from the fleet store and the state root (never written).
 
 The figures are the ones ``streamops jobs``, ``streamops health`` and ``list-snapshots`` read
-(the job registry, ``status.json``, the source probes of :mod:`streamops.source_probes`, the
+(the job registry, ``status.json``, the source probes of :mod:`streamops.health.source_probes`, the
 savepoint manifests, the health history), gathered once per request so that the jobs panel and
 ``/metrics`` cannot disagree. The master may be down: the jobs are then judged from the state
 root alone (:meth:`JobRegistry.view_from_state`), as the health check does.
@@ -18,11 +18,11 @@ from sqlalchemy import Engine, create_engine, inspect, select
 
 from spark_jobs.sinks.store import vehicles
 from streamops.exceptions import ClusterNotRunning
-from streamops.health_report import read_history
+from streamops.health.report import read_history
+from streamops.health.source_probes import Prober, stage_offsets
 from streamops.jobs import JobRegistry, JobView, spec_args
-from streamops.savepoints import list_savepoints
 from streamops.settings import Settings
-from streamops.source_probes import Prober, stage_offsets
+from streamops.state.savepoints import list_savepoints
 
 PROBE_TIMEOUT_S = 1.0
 """How long a backlog probe of fleetsim-beta may take: a page refresh must not hang on it."""

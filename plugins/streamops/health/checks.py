@@ -1,6 +1,6 @@
 """Health checks of the cluster and its jobs: gather once, judge each check, keep a history.
 
-:func:`~streamops.health_gather.gather` does all the I/O (the master's JSON, the job
+:func:`~streamops.health.gather.gather` does all the I/O (the master's JSON, the job
 registry, pid files and worker logs, the sources' probes, the stores) and returns an
 :class:`Observation`, a plain value; every check is then a pure function of it, so a table of
 observations tests them all.
@@ -13,14 +13,14 @@ for 312 s (limit 120 s)``):
 - ``jobs``     — every declared job runs (declared = its last submission was not followed by
   a cancel or a deliberate stop); a FAILED status with its error;
 - ``progress`` — per stage: age of the last committed batch, processed vs input rate;
-- ``sources``  — per source (:mod:`streamops.health_sources`, probed by
-  :mod:`streamops.source_probes`): a reset, replaced or truncated upstream (fail, naming both
+- ``sources``  — per source (:mod:`streamops.health.sources`, probed by
+  :mod:`streamops.health.source_probes`): a reset, replaced or truncated upstream (fail, naming both
   positions), a degraded source (warn, then fail), losses and late files the sources
   counted, and the backlog;
 - ``sinks``    — the newest ``updated_at`` written to the job's store.
 
 Results, reports, thresholds and the history (``<state>/health/history.jsonl``) are in
-:mod:`streamops.health_report`, re-exported here.
+:mod:`streamops.health.report`, re-exported here.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 
 from streamops.cluster.client import WorkerInfo
 from streamops.exceptions import StreamopsError
-from streamops.health_gather import GROUPS, declared_jobs, gather, newest_write
-from streamops.health_report import (
+from streamops.health.gather import GROUPS, declared_jobs, gather, newest_write
+from streamops.health.report import (
     CheckResult,
     HealthReport,
     Level,
@@ -43,11 +43,11 @@ from streamops.health_report import (
     read_history,
     record,
 )
-from streamops.health_sources import check_sources
+from streamops.health.sources import check_sources
 from streamops.job_view import JobView
 from streamops.settings import Settings
 
-log = logging.getLogger("streamops.health")
+log = logging.getLogger("streamops.health.checks")
 
 __all__ = [
     "GROUPS",

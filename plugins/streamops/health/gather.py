@@ -2,9 +2,9 @@
 
 :func:`gather` reads the master's JSON, the job registry (or, without the master, the state
 root), and what the checked groups need besides: this state root's workers (pid files, the
-addresses their logs name), the sources' probes (:mod:`streamops.source_probes`), the jobs'
-stores. It returns an :class:`~streamops.health_report.Observation`, a plain value that the
-checks of :mod:`streamops.health` judge without any I/O.
+addresses their logs name), the sources' probes (:mod:`streamops.health.source_probes`), the jobs'
+stores. It returns an :class:`~streamops.health.report.Observation`, a plain value that the
+checks of :mod:`streamops.health.checks` judge without any I/O.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.status import build_status
 from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import ClusterNotRunning, Unhealthy
-from streamops.health_report import Observation, SinkSeen, Thresholds, WorkersSeen
+from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
+from streamops.health.source_probes import Prober, probe_job
 from streamops.jobs import JobRegistry, read_submissions, spec_args
-from streamops.layout import StateLayout, read_json
 from streamops.settings import Settings
-from streamops.source_probes import Prober, probe_job
+from streamops.state.layout import StateLayout, read_json
 
 GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
 

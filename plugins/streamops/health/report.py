@@ -4,7 +4,7 @@ A check gives a :class:`CheckResult` (``ok`` / ``warn`` / ``fail`` and a message
 is wrong); one run's results make a :class:`HealthReport`, whose level is the worst of them.
 Every run may be appended to ``<state>/health/history.jsonl`` (:func:`record`);
 :func:`read_history` reads the last runs back. The checks themselves are in
-:mod:`streamops.health`.
+:mod:`streamops.health.checks`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from streamops.cluster.status import WorkerStatus
 from streamops.exceptions import Unhealthy
+from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
-from streamops.layout import StateLayout, append_jsonl
 from streamops.settings import Settings
-from streamops.source_probes import SourceProbe
+from streamops.state.layout import StateLayout, append_jsonl
 
 
 class Level(StrEnum):
@@ -187,7 +187,7 @@ class SinkSeen:
 
 @dataclass
 class Observation:
-    """Everything the checks look at, gathered once (:func:`streamops.health.gather`) before
+    """Everything the checks look at, gathered once (:func:`streamops.health.checks.gather`) before
     any of them judges: a plain value, so every check is a pure function of it."""
 
     settings: Settings

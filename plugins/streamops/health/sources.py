@@ -1,7 +1,7 @@
 """The ``sources`` health checks: every source of each running job, head against committed.
 
-A pure function of the gathered :class:`~streamops.health_report.Observation`: the sources'
-upstreams were probed while gathering (:mod:`streamops.source_probes`, the code that knows
+A pure function of the gathered :class:`~streamops.health.report.Observation`: the sources'
+upstreams were probed while gathering (:mod:`streamops.health.source_probes`, the code that knows
 how each kind of source is asked), and what the job's own readers report is in its status.
 Per source, worst first:
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from streamops.health_report import CheckResult, Level, Observation, Thresholds
-from streamops.source_probes import SourceProbe
+from streamops.health.report import CheckResult, Level, Observation, Thresholds
+from streamops.health.source_probes import SourceProbe
 
 
 def check_sources(obs: Observation) -> list[CheckResult]:

@@ -4,8 +4,8 @@ Steps, each one function (one task of the ``cluster_restart`` DAG), all through 
 
     begin(release)      record the intent: from/to release, running jobs, running workers
     savepoint_jobs      savepoint every recorded job with cancel (the first steps of
-                        :mod:`streamops.savepoint_restart`, whose intent is the job's own)
-    stop_cluster        stop the workers, then the master
+                        :mod:`streamops.procedures.savepoint_restart`, whose intent is the job's
+                        own) stop_cluster        stop the workers, then the master
     switch_release      make the new release active on every node
     start_cluster       start the master, then the recorded workers
     restore_jobs        start every job (its spec when saved) from its savepoint
@@ -25,21 +25,21 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from streamops import savepoint_restart as procedure
 from streamops.agent.registry import Agents
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterRestartFailed, StreamopsError
 from streamops.jobs import JobRegistry, current_spec
-from streamops.layout import read_json, write_json_atomic
-from streamops.releases import ReleaseStore
-from streamops.restore import start_from_savepoint
-from streamops.savepoints import get_savepoint
-from streamops.scale import running_workers
+from streamops.procedures import savepoint_restart as procedure
+from streamops.procedures.restore import start_from_savepoint
+from streamops.procedures.scale import running_workers
 from streamops.settings import Settings
+from streamops.state.layout import read_json, write_json_atomic
+from streamops.state.releases import ReleaseStore
+from streamops.state.savepoints import get_savepoint
 
-log = logging.getLogger("streamops.cluster_restart")
+log = logging.getLogger("streamops.procedures.cluster_restart")
 
 OPERATION = "cluster-restart"
 OWNER = "cluster-restart"  # of the jobs' own restart intents (jobs/<job>/restart.json)

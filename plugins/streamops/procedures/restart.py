@@ -1,8 +1,8 @@
 """Manual restart of a job, in one of two modes.
 
 - ``savepoint`` (graceful): the restart from a fresh savepoint of
-  :mod:`streamops.savepoint_restart` (savepoint with cancel → start the same spec from it →
-  healthy). Nothing is replayed twice and nothing is skipped: the job resumes at the savepoint.
+  :mod:`streamops.procedures.savepoint_restart` (savepoint with cancel → start the same spec from
+  it → healthy). Nothing is replayed twice and nothing is skipped: the job resumes at the savepoint.
 - ``last-checkpoint`` (for a job too sick to savepoint): cancel it if it still runs (or find
   it dead) → resubmit the same spec; its stages resume from their own checkpoints, which the
   sinks tolerate because every write is keyed (replay changes nothing).
@@ -19,15 +19,15 @@ import time
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from streamops import savepoint_restart
 from streamops.exceptions import ConfigError, JobError
-from streamops.intents import already_started, record_intent
 from streamops.jobs import JobRegistry, current_spec
-from streamops.savepoint_restart import restart_savepoint_name
+from streamops.procedures import savepoint_restart
+from streamops.procedures.savepoint_restart import restart_savepoint_name
+from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
-from streamops.submit import submit_job
+from streamops.state.intents import already_started, record_intent
 
-log = logging.getLogger("streamops.restart")
+log = logging.getLogger("streamops.procedures.restart")
 
 __all__ = ["MODES", "RestartOutcome", "check_mode", "restart_job", "restart_savepoint_name",
            "resubmit", "stop_for_restart"]  # fmt: skip

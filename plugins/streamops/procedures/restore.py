@@ -1,4 +1,5 @@
-"""Starting a job version from a savepoint (taking one is :mod:`streamops.savepoint_taking`).
+"""Starting a job version from a savepoint (taking one is
+:mod:`streamops.procedures.savepoint_taking`).
 
 ``start_from_savepoint`` matches the new version's stages with the savepoint's by name:
 restored stages get the savepoint's checkpoint, new stages start empty at the savepoint's
@@ -16,14 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from streamops import savepoints
-from streamops.checkpoint_cut import last_batch
 from streamops.jobs import JobRegistry
-from streamops.savepoint_taking import wait_driver_ended
+from streamops.procedures.savepoint_taking import wait_driver_ended
 from streamops.settings import Settings
 from streamops.spec import JobSpec
+from streamops.state import savepoints
+from streamops.state.checkpoint_cut import last_batch
 
-log = logging.getLogger("streamops.restore")
+log = logging.getLogger("streamops.procedures.restore")
 
 
 def earliest_positions(manifest: savepoints.Manifest) -> dict[str, dict[str, Any]]:
@@ -110,7 +111,7 @@ def start_from_savepoint(
 
     ``replacing``: the driver the savepoint was taken from with cancel, if it may still be
     shutting down (it has given up the job's lease: the new driver takes it at once)."""
-    from streamops.submit import submit_job
+    from streamops.procedures.submit import submit_job
 
     manifest = savepoints.get_savepoint(settings.layout, savepoint, job=spec.name)
     plan = restore_plan(manifest, stages)

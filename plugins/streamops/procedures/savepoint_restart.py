@@ -1,9 +1,9 @@
 """Restart from a fresh savepoint, as resumable steps over a typed intent, like
-:mod:`streamops.upgrade_steps`: the same version, stopped by a savepoint with cancel and
-started again from it. The manual restart (:func:`streamops.restart.restart_job`, mode
-``savepoint``), the rebalance (:func:`streamops.scale.rebalance`) and the cluster restart
-(:mod:`streamops.cluster_restart`, which stops and starts the cluster between the savepoint
-and the start) run these steps; each task of the ``restart_job`` DAG runs (or polls) one.
+:mod:`streamops.procedures.upgrade_steps`: the same version, stopped by a savepoint with cancel and
+started again from it. The manual restart (:func:`streamops.procedures.restart.restart_job`, mode
+``savepoint``), the rebalance (:func:`streamops.procedures.scale.rebalance`) and the cluster restart
+(:mod:`streamops.procedures.cluster_restart`, which stops and starts the cluster between the
+savepoint and the start) run these steps; each task of the ``restart_job`` DAG runs (or polls) one.
 Every step takes ``(settings, job, owner)``; only the ``owner`` (``cli``, the DAG run, the
 cluster restart) resumes it::
 
@@ -14,7 +14,7 @@ cluster restart) resumes it::
     start_from_savepoint  the same spec is submitted from the savepoint
     verify                the new driver is healthy (the one verdict) → done
 
-The intent is ``jobs/<job>/restart.json`` (an intent record of :mod:`streamops.intents`:
+The intent is ``jobs/<job>/restart.json`` (an intent record of :mod:`streamops.state.intents`:
 ``phase`` and ``at`` on top), saved before each destructive step and after it, so a retried
 step resumes: the savepoint is requested once (no second cancel), the driver is submitted
 once (no second submit: ``already_started`` finds a submission a crash did not record).
@@ -28,17 +28,17 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from streamops import restore, savepoint_taking
 from streamops.exceptions import JobError
-from streamops.intents import already_started, read_intent, resume_step
 from streamops.jobs import JobRegistry, current_spec
-from streamops.layout import write_json_atomic
-from streamops.savepoint_taking import SavepointCancel
-from streamops.savepoints import get_savepoint
+from streamops.procedures import restore, savepoint_taking
+from streamops.procedures.savepoint_taking import SavepointCancel
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.state.intents import already_started, read_intent, resume_step
+from streamops.state.layout import write_json_atomic
+from streamops.state.savepoints import get_savepoint
 
-log = logging.getLogger("streamops.restart")
+log = logging.getLogger("streamops.procedures.restart")
 
 PROCEDURE = "restart"
 HEALTH_TIMEOUT = 300.0
@@ -210,7 +210,7 @@ def start_from_savepoint(settings: Settings, job: str, owner: str) -> SavepointR
 def verify(
     settings: Settings, job: str, owner: str, *, timeout: float = HEALTH_TIMEOUT
 ) -> SavepointRestart:
-    """Wait until the started driver is healthy (:func:`~streamops.verdict.health_verdict`
+    """Wait until the started driver is healthy (:func:`~streamops.health.verdict.health_verdict`
     judges) → done."""
     intent, todo = _todo(settings, job, owner, "verify")
     if todo:
@@ -223,7 +223,8 @@ def verify(
 
 
 SAVEPOINT_STEPS = (request_savepoint, savepoint_answered, job_stopped)
-"""The savepoint with cancel (:data:`streamops.savepoint_taking.STEPS`) in this intent."""
+"""The savepoint with cancel (:data:`streamops.procedures.savepoint_taking.STEPS`) in this
+intent."""
 STEPS = (*SAVEPOINT_STEPS, start_from_savepoint, verify)
 WAITS = {"savepoint_answered": SAVEPOINT_TIMEOUT, "job_stopped": STOP_TIMEOUT}
 """How long the loop waits in each polling step (a DAG's sensor pokes it instead)."""

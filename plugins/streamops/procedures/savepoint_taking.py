@@ -2,9 +2,10 @@
 
 A savepoint (with cancel) is one procedure of three resumable steps over a typed intent,
 :class:`SavepointCancel`, that its owner saves after every step (``save``): the restart from
-a fresh savepoint (:mod:`streamops.savepoint_restart`: the manual restart, the rebalance, the
-cluster restart) and the upgrade (:mod:`streamops.upgrade_steps`) keep it in their own intent;
-``streamops save-snapshot`` keeps it in memory (:func:`savepoint_job`)::
+a fresh savepoint (:mod:`streamops.procedures.savepoint_restart`: the manual restart, the
+rebalance, the
+cluster restart) and the upgrade (:mod:`streamops.procedures.upgrade_steps`) keep it in their own
+intent; ``streamops save-snapshot`` keeps it in memory (:func:`savepoint_job`)::
 
     request    the request id is recorded, then sent: the driver drains its stages to a
                batch boundary and copies their checkpoints (a retry sends the recorded
@@ -16,7 +17,8 @@ cluster restart) and the upgrade (:mod:`streamops.upgrade_steps`) keep it in the
 
 A driver that goes away during the savepoint ends the wait with what was kept (a savepoint is
 published whole or not at all). Starting a version from a savepoint is
-:mod:`streamops.restore`; the savepoint files themselves are :mod:`streamops.savepoints`.
+:mod:`streamops.procedures.restore`; the savepoint files themselves are
+:mod:`streamops.state.savepoints`.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from streamops import control, savepoints
 from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound, SavepointNotFound
 from streamops.jobs import JobRegistry
-from streamops.layout import StateLayout
 from streamops.settings import Settings
+from streamops.state import control, savepoints
+from streamops.state.layout import StateLayout
 
-log = logging.getLogger("streamops.savepoint_taking")
+log = logging.getLogger("streamops.procedures.savepoint_taking")
 
 REQUEST_TIMEOUT = 180.0  # the request expires unanswered after this
 STOP_TIMEOUT = 60.0  # the longest wait for a stopped driver's process to end

@@ -5,7 +5,7 @@ worker) → wait until the master confirms (worker ALIVE / no longer ALIVE) → 
 running job keeps committing batches. Workers are removed one at a time by graceful
 decommission (SIGPWR: executors drain, blocks move), preferring workers that run no driver.
 A job that cannot use new cores (granted fewer than it asks for while cores are free) is
-rebalanced: restarted from a fresh savepoint (:mod:`streamops.savepoint_restart`).
+rebalanced: restarted from a fresh savepoint (:mod:`streamops.procedures.savepoint_restart`).
 
 The CLI (``streamops scale``) and the ``rolling_scale`` DAG both call these functions.
 """
@@ -16,16 +16,16 @@ import logging
 import time
 from dataclasses import dataclass
 
-from streamops import savepoint_restart
 from streamops.agent.registry import Agents
 from streamops.cluster.client import MasterClient, WorkerInfo, free_cores
 from streamops.cluster.daemons import worker_index
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterError, ConfigError, JobError, StreamopsError
 from streamops.jobs import JobRegistry, current_spec
+from streamops.procedures import savepoint_restart
 from streamops.settings import Settings
 
-log = logging.getLogger("streamops.scale")
+log = logging.getLogger("streamops.procedures.scale")
 REBALANCE = "rebalance"  # the owner (and purpose) of a rebalance's restart intent
 
 BatchMarks = dict[str, dict[str, tuple[int | None, float]]]

@@ -17,18 +17,18 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from streamops import savepoints
 from streamops.cluster.client import free_cores
 from streamops.exceptions import JobError
 from streamops.job_view import ENDED_DRIVER_STATES
 from streamops.jobs import JobRegistry, read_submissions
-from streamops.layout import read_json, write_json_atomic
-from streamops.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
+from streamops.procedures.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
+from streamops.procedures.submit import submit_hot_standby, submit_job
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.submit import submit_hot_standby, submit_job
+from streamops.state import savepoints
+from streamops.state.layout import read_json, write_json_atomic
 
-log = logging.getLogger("streamops.standby")
+log = logging.getLogger("streamops.procedures.standby")
 
 
 STANDBY_MODES = ("auto", "warm", "cold")  # an upgrade's choice: auto = warm if it fits

@@ -22,12 +22,12 @@ from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobAlreadyRunning, JobError
 from streamops.jobs import JobRegistry
-from streamops.launcher_jar import ensure_launcher_jar
-from streamops.layout import append_jsonl
 from streamops.settings import Settings
 from streamops.spec import JobSpec, encode_spec
+from streamops.stack.launcher_jar import ensure_launcher_jar
+from streamops.state.layout import append_jsonl
 
-log = logging.getLogger("streamops.submit")
+log = logging.getLogger("streamops.procedures.submit")
 
 PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
 DEFAULT_CONF = {
@@ -133,7 +133,7 @@ def submit_job(
 ) -> str:
     """Submit ``spec`` as a supervised driver; refuse if a live instance of its name exists.
 
-    ``standby`` submits a warm standby beside the live instance (``streamops.standby``).
+    ``standby`` submits a warm standby beside the live instance (``streamops.procedures.standby``).
     ``replacing``: the live driver this one succeeds, which has stopped its stages and given
     up the job's lease (a savepoint with cancel) and may still be shutting down.
 

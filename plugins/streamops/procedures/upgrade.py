@@ -6,8 +6,8 @@ with cancel → start the new version from it → wait until healthy. If the new
 not become healthy, the old version is restarted from the same savepoint and the procedure
 fails with the reason.
 
-:func:`upgrade` (the CLI's) runs the steps of :mod:`streamops.upgrade_steps` in a loop, the
-ones the ``savepoint_and_upgrade`` DAG runs one task each; their intent record
+:func:`upgrade` (the CLI's) runs the steps of :mod:`streamops.procedures.upgrade_steps` in a loop,
+the ones the ``savepoint_and_upgrade`` DAG runs one task each; their intent record
 ``jobs/<job>/upgrade.json`` shows where an upgrade stopped, and lets a re-run resume it.
 """
 
@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamops import upgrade_steps as steps
 from streamops.exceptions import StreamopsError
-from streamops.settings import Settings
-from streamops.spec import JobSpec
-from streamops.upgrade_plan import (
+from streamops.procedures import upgrade_steps as steps
+from streamops.procedures.upgrade_plan import (
     UpgradeFailed,
     UpgradeRefused,
     default_savepoint_name,
     plan_upgrade,
     running_stages,
 )
+from streamops.settings import Settings
+from streamops.spec import JobSpec
 
 __all__ = ["UpgradeFailed", "UpgradeOutcome", "UpgradeRefused", "default_savepoint_name",
            "plan_upgrade", "running_stages", "upgrade"]  # fmt: skip

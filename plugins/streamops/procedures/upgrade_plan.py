@@ -1,5 +1,5 @@
 """The upgrade's dry run: compare the running stages with the new version's (section 5 of
-DESIGN.md). Nothing stops here; :mod:`streamops.upgrade_steps` records the plan in the
+DESIGN.md). Nothing stops here; :mod:`streamops.procedures.upgrade_steps` records the plan in the
 upgrade's intent and acts on it."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from streamops.planner import UpgradePlan, describe_spec_stages
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 
-log = logging.getLogger("streamops.upgrade")
+log = logging.getLogger("streamops.procedures.upgrade")
 
 
 class UpgradeRefused(JobError):

@@ -1,5 +1,6 @@
 """Savepoint-and-upgrade as resumable steps over a typed intent, like
-:mod:`streamops.cluster_restart`. The CLI (:func:`streamops.upgrade.upgrade`) runs them in a
+:mod:`streamops.procedures.cluster_restart`. The CLI (:func:`streamops.procedures.upgrade.upgrade`)
+runs them in a
 loop; each task of the ``savepoint_and_upgrade`` DAG runs (or polls) one. Every step takes
 ``(settings, job, owner)``; ``owner`` is who runs the upgrade (``cli``, or the DAG run), and
 only that owner resumes it::
@@ -19,7 +20,7 @@ only that owner resumes it::
                          rolled-back (nothing when no savepoint was taken: v-old runs on)
     abort_standby        the savepoint failed: kill the standby → aborted
 
-The intent is ``jobs/<job>/upgrade.json`` (an intent record of :mod:`streamops.intents`:
+The intent is ``jobs/<job>/upgrade.json`` (an intent record of :mod:`streamops.state.intents`:
 ``phase`` and ``at`` on top), written before each destructive step and after it, so a retried
 step resumes: a savepoint already requested is not requested again, a new version already
 started (or a standby already released) is not started again.
@@ -32,27 +33,27 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from streamops import savepoint_taking
-from streamops import standby as standbys
 from streamops.exceptions import SavepointNotFound, StreamopsError
-from streamops.intents import already_started, read_intent, resume_step
 from streamops.jobs import JobRegistry, current_spec, read_submissions
-from streamops.layout import write_json_atomic
 from streamops.planner import StageAction
-from streamops.restore import restore_version, start_from_savepoint
-from streamops.savepoint_taking import SavepointCancel, request_stands
-from streamops.savepoints import get_savepoint
-from streamops.settings import Settings
-from streamops.spec import JobSpec, spec_from_dict
-from streamops.standby import STANDBY_MODES, Standby
-from streamops.upgrade_plan import (
+from streamops.procedures import savepoint_taking
+from streamops.procedures import standby as standbys
+from streamops.procedures.restore import restore_version, start_from_savepoint
+from streamops.procedures.savepoint_taking import SavepointCancel, request_stands
+from streamops.procedures.standby import STANDBY_MODES, Standby
+from streamops.procedures.upgrade_plan import (
     UpgradeFailed,
     UpgradeRefused,
     default_savepoint_name,
     plan_upgrade,
 )
+from streamops.settings import Settings
+from streamops.spec import JobSpec, spec_from_dict
+from streamops.state.intents import already_started, read_intent, resume_step
+from streamops.state.layout import write_json_atomic
+from streamops.state.savepoints import get_savepoint
 
-log = logging.getLogger("streamops.upgrade")
+log = logging.getLogger("streamops.procedures.upgrade")
 
 PROCEDURE = "upgrade"
 FINISHED = ("done", "rolled-back", "standby-failed", "aborted")

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import IO
 
 from streamops.exceptions import SimulatorError
-from streamops.layout import read_json, write_json_atomic
 from streamops.sim.fleet import check_param
+from streamops.state.layout import read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from streamops.exceptions import ConfigError, ProcessError
 log = logging.getLogger("streamops.airflow")
 
 SQLITE_CONNECT_ARGS: dict[str, Any] = {"timeout": 60}
-CONNECT_ARGS_PATH = "streamops.airflow_db.SQLITE_CONNECT_ARGS"  # Airflow imports it
+CONNECT_ARGS_PATH = "streamops.stack.airflow_db.SQLITE_CONNECT_ARGS"  # Airflow imports it
 """Named in ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS`` for SQLite: a writer waits for the
 file lock up to 60 s instead of sqlite3's 5 s."""
 

@@ -1,7 +1,7 @@
 """The embedded Airflow 3 of the local stack: api-server, scheduler, dag-processor, triggerer.
 
 Everything lives under ``<state>/airflow/`` (``AIRFLOW_HOME``): the metadata database (an
-embedded PostgreSQL by default, :mod:`streamops.airflow_db`), task logs, the simple auth
+embedded PostgreSQL by default, :mod:`streamops.stack.airflow_db`), task logs, the simple auth
 manager's password file and the secrets the processes share (JWT secret, API secret key,
 Fernet key), both written once with mode 0600. The processes run the project's ``dags/`` and
 ``plugins/`` with LocalExecutor and the ``STREAMOPS_*`` environment of the settings; the
@@ -29,12 +29,12 @@ from typing import Any
 
 import requests
 
-from streamops.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
-from streamops.airflow_health import HEALTH_KEYS, stale_components
 from streamops.exceptions import ConfigError, ProcessError
-from streamops.layout import read_json
-from streamops.services import running_service, start_service, stop_services
 from streamops.settings import PROJECT_ROOT, Settings
+from streamops.stack.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
+from streamops.stack.airflow_health import HEALTH_KEYS, stale_components
+from streamops.stack.services import running_service, start_service, stop_services
+from streamops.state.layout import read_json
 
 log = logging.getLogger("streamops.airflow")
 
@@ -281,7 +281,7 @@ class AirflowStack:
             log.warning("restarting Airflow's %s: %s", ", ".join(stale), why)
             stop_services(self.settings, [service_name(c) for c in stale])
         for component in COMPONENTS:
-            argv = [sys.executable, "-m", "streamops.airflow_stack", component]
+            argv = [sys.executable, "-m", "streamops.stack.airflow_stack", component]
             if component == "api-server":
                 argv += ["--host", o.host, "--port", str(o.port)]
             start_service(self.settings, service_name(component), argv, env)
@@ -406,5 +406,5 @@ def supervise(argv: list[str]) -> int:
     return child.wait()
 
 
-if __name__ == "__main__":  # ``python -m streamops.airflow_stack <component> [args]``
+if __name__ == "__main__":  # ``python -m streamops.stack.airflow_stack <component> [args]``
     sys.exit(supervise([sys.executable, "-m", "airflow", *sys.argv[1:]]))

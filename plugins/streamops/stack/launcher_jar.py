@@ -12,7 +12,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from streamops.layout import StateLayout
+from streamops.state.layout import StateLayout
 
 JAR_NAME = "streamops-launcher.jar"
 _MANIFEST = (

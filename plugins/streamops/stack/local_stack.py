@@ -1,8 +1,8 @@
 """The embedded local stack behind ``streamops up`` / ``streamops down``.
 
 ``up``: the local Spark cluster, fleetsim-alpha, fleetsim-beta and the dashboard as background
-services (:mod:`streamops.services`; journals under ``<state>/journals``), the embedded
-Airflow (:mod:`streamops.airflow_stack`), then the fleet-pings job submitted and waited for,
+services (:mod:`streamops.stack.services`; journals under ``<state>/journals``), the embedded
+Airflow (:mod:`streamops.stack.airflow_stack`), then the fleet-pings job submitted and waited for,
 then Airflow waited for.
 ``down``: stop Airflow, cancel live jobs, stop the simulators and the dashboard, stop the
 cluster. Each step logs one line.
@@ -17,17 +17,17 @@ from pathlib import Path
 
 import requests
 
-from streamops.airflow_stack import AirflowStack
 from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import ProcessError
 from streamops.jobs import JobRegistry
-from streamops.services import start_service, stop_services
 from streamops.settings import Settings
 from streamops.sim.background import command as simulator_command
 from streamops.spec import load_spec
+from streamops.stack.airflow_stack import AirflowStack
+from streamops.stack.services import start_service, stop_services
 
-log = logging.getLogger("streamops.stack")
+log = logging.getLogger("streamops.stack.local_stack")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _wait_beta(port: int, timeout: float = 30.0) -> None:
 
 
 def up(settings: Settings, opts: StackOptions) -> None:
-    from streamops.submit import submit_job
+    from streamops.procedures.submit import submit_job
 
     spec = load_spec(opts.spec)
     LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir)).start()

@@ -3,7 +3,8 @@
 The simulators and the embedded Airflow's processes are services: each runs in its own
 process group with its log under ``<state>/logs`` and a pid file under ``<state>/services/``,
 so ``streamops down`` finds and stops them whoever started them. The stack
-(:mod:`streamops.stack`) and the embedded Airflow (:mod:`streamops.airflow_stack`) both start
+(:mod:`streamops.stack.local_stack`) and the embedded Airflow
+(:mod:`streamops.stack.airflow_stack`) both start
 services, and the stack starts Airflow: this module is what both need, below both.
 """
 
@@ -13,10 +14,10 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from streamops.cluster import daemons
-from streamops.layout import read_json, write_json_atomic
 from streamops.settings import Settings
+from streamops.state.layout import read_json, write_json_atomic
 
-log = logging.getLogger("streamops.services")
+log = logging.getLogger("streamops.stack.services")
 
 
 def _service_spec(

@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from streamops.exceptions import JobError
-from streamops.layout import StateLayout, read_json, write_json_atomic
 from streamops.names import check_name
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
-log = logging.getLogger("streamops.control")
+log = logging.getLogger("streamops.state.control")
 
 RequestKind = Literal["savepoint", "stop"]
 

@@ -12,10 +12,10 @@ import time
 from typing import Any, Protocol, TypeVar
 
 from streamops.jobs import JobRegistry, read_submissions
-from streamops.layout import read_json, write_json_atomic
 from streamops.settings import Settings
+from streamops.state.layout import read_json, write_json_atomic
 
-log = logging.getLogger("streamops.intents")
+log = logging.getLogger("streamops.state.intents")
 
 
 class StepIntent(Protocol):

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from streamops.exceptions import JobError
-from streamops.layout import StateLayout, read_json, write_json_atomic
-from streamops.locks import file_lock
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops.state.locks import file_lock
 
 DEFAULT_TTL = 20.0
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamops.exceptions import UnknownRelease
-from streamops.layout import read_json, write_json_atomic
 from streamops.names import check_name
 from streamops.settings import Settings
+from streamops.state.layout import read_json, write_json_atomic
 
-log = logging.getLogger("streamops.releases")
+log = logging.getLogger("streamops.state.releases")
 
 RELEASES_DIR = Path("jars") / "releases"
 

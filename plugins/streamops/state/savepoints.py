@@ -31,7 +31,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from streamops.checkpoint_cut import in_cut, missing_state_versions, versioned
 from streamops.exceptions import (
     ConfigError,
     SavepointError,
@@ -39,10 +38,11 @@ from streamops.exceptions import (
     SavepointNotFound,
     SavepointProtected,
 )
-from streamops.layout import StateLayout, read_json, write_json_atomic
 from streamops.names import check_name
+from streamops.state.checkpoint_cut import in_cut, missing_state_versions, versioned
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
-log = logging.getLogger("streamops.savepoints")
+log = logging.getLogger("streamops.state.savepoints")
 
 MANIFEST = "manifest.json"
 STALE_AFTER_S = 3600.0
@@ -249,7 +249,7 @@ class _Linker:
         """Link ``src`` into ``dst``; ``(path relative to dst, size)`` of every file.
 
         With ``cut``, only the files of the checkpoint as it was at that committed batch
-        (:mod:`streamops.checkpoint_cut`), while the query may go on writing: a file of some
+        (:mod:`streamops.state.checkpoint_cut`), while the query may go on writing: a file of some
         batch that vanished meanwhile was deleted by Spark's maintenance as too old and is
         left out (the state chain check then tells whether it was needed).
         Plain ``os`` calls on strings: per file, pathlib costs more than the link itself.

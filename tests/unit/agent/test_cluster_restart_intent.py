@@ -3,7 +3,8 @@
 The cluster edge is replaced by hand-written fakes that record what they were asked: the
 agents (stop, start), and the job registry, driver and submission of
 :mod:`support.restart_fake` (the jobs' savepoint with cancel and start run the steps of
-:mod:`streamops.savepoint_restart` over the real control channel); the intent files are real.
+:mod:`streamops.procedures.savepoint_restart` over the real control channel); the intent files are
+real.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import pytest
 from support.agent_fake import make_settings
 from support.restart_fake import JOB, FakeCluster, install
 
-from streamops import cluster_restart, restore
 from streamops.exceptions import ClusterRestartFailed, UnknownRelease
-from streamops.releases import ReleaseStore
+from streamops.procedures import cluster_restart, restore
 from streamops.settings import Settings
+from streamops.state.releases import ReleaseStore
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from support.agent_fake import make_settings
 
 from streamops.exceptions import UnknownRelease
-from streamops.releases import ReleaseStore
+from streamops.state.releases import ReleaseStore
 
 
 def test_switch_points_the_active_link_and_records_it(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from streamops.cluster_restart import OPERATION, RestartIntent
-from streamops.layout import write_json_atomic
+from streamops.procedures.cluster_restart import OPERATION, RestartIntent
 from streamops.settings import PROJECT_ROOT, Settings
+from streamops.state.layout import write_json_atomic
 from streamops_airflow import cluster_groups
 from streamops_airflow.hooks import SparkStandaloneHook, connection_uri, ops_settings
 from streamops_airflow.provider import CONN_TYPE, get_provider_info

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from streamops.procedures.submit import PYTHON_RUNNER, Submission
 from streamops.settings import Settings
-from streamops.submit import PYTHON_RUNNER, Submission
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.operators import StandaloneClusterSubmitHook
 

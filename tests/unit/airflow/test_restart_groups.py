@@ -1,6 +1,6 @@
 """The restart DAG's tasks are thin: each runs (or polls) one step of
-:mod:`streamops.savepoint_restart`, for the DAG run that owns the job's restart intent. Run on
-the fake cluster of :mod:`support.restart_fake` (the registry, the driver on the real control
+:mod:`streamops.procedures.savepoint_restart`, for the DAG run that owns the job's restart intent.
+Run on the fake cluster of :mod:`support.restart_fake` (the registry, the driver on the real control
 channel, the submission), a run whose tasks are each retried after they ran repeats no
 savepoint with cancel and no submission."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support.restart_fake import JOB, FakeCluster, install, settings_at
 
-from streamops import savepoint_restart
+from streamops.procedures import savepoint_restart
 from streamops.settings import PROJECT_ROOT
 from streamops_airflow import job_groups as groups
 from streamops_airflow import upgrade_groups

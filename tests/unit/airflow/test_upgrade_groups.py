@@ -1,6 +1,6 @@
 """The upgrade DAG's tasks are thin: each runs (or polls) one step of
-:mod:`streamops.upgrade_steps`, for the DAG run that owns the intent. Run on the fake cluster,
-a run whose every task is retried repeats nothing, and starts the version it planned; its
+:mod:`streamops.procedures.upgrade_steps`, for the DAG run that owns the intent. Run on the fake
+cluster, a run whose every task is retried repeats nothing, and starts the version it planned; its
 rollback acts only when the run stopped the old version."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 from support.upgrade_fake import JOB, V2, FakeCluster, install
 
-from streamops import upgrade_steps
+from streamops.procedures import upgrade_steps
 from streamops.settings import PROJECT_ROOT
 from streamops.spec import load_spec
 from streamops_airflow import upgrade_groups as groups

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from streamops.cluster.class_archives import ClassArchives, add_option, archive_key
+from streamops.procedures.submit import build_submission
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
-from streamops.submit import build_submission
 
 DRIVER = "spark.driver.extraJavaOptions"
 EXECUTOR = "spark.executor.extraJavaOptions"
@@ -115,7 +115,7 @@ def test_an_option_with_a_space_is_quoted() -> None:
 
 
 def test_training_keeps_the_largest_executor_archive(settings: Settings, tmp_path: Path) -> None:
-    from streamops.class_training import _promote
+    from streamops.stack.class_training import _promote
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -130,8 +130,8 @@ def test_training_keeps_the_largest_executor_archive(settings: Settings, tmp_pat
 
 
 def test_training_without_an_archive_fails_clearly(tmp_path: Path) -> None:
-    from streamops.class_training import _promote
     from streamops.exceptions import ClusterError
+    from streamops.stack.class_training import _promote
 
     archives = ClassArchives(tmp_path / "archives", "k")
     (tmp_path / "scratch").mkdir()

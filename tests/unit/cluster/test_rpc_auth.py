@@ -10,9 +10,9 @@ from pathlib import Path
 from streamops.cluster import daemons, rpc_auth
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
+from streamops.procedures.submit import build_submission
 from streamops.settings import Settings
 from streamops.spec import JobSpec
-from streamops.submit import build_submission
 
 
 def settings(tmp_path: Path, **changes: str) -> Settings:

@@ -29,7 +29,7 @@ from support.dashboard_state import (
 
 from spark_jobs.sinks import store
 from streamops.dashboard.app import create_app
-from streamops.health_report import Level
+from streamops.health.report import Level
 from streamops.settings import Settings
 
 VEHICLES = 25

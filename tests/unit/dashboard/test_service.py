@@ -11,7 +11,7 @@ import yaml
 from streamops.cli import build_parser
 from streamops.cli.dashboard_cmds import cmd_dashboard
 from streamops.settings import PROJECT_ROOT, Settings
-from streamops.stack import dashboard_command
+from streamops.stack.local_stack import dashboard_command
 
 
 def test_up_starts_streamops_dashboard_on_the_settings_port(tmp_path: Path) -> None:

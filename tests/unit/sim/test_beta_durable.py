@@ -21,7 +21,7 @@ from streamops.exceptions import SimulatorError
 from streamops.settings import Settings
 from streamops.sim.beta import STREAM_HEADER, BetaSimulator, PingHistory
 from streamops.sim.durable_log import DurableLog, segment_name
-from streamops.stack import StackOptions, simulator_commands
+from streamops.stack.local_stack import StackOptions, simulator_commands
 
 FIXED_CLOCK = 1_700_000_000.0
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from spark_jobs.runtime.control import ControlLoop
-from streamops.layout import StateLayout, write_json_atomic
+from streamops.state.layout import StateLayout, write_json_atomic
 
 
 def loop_for(layout: StateLayout, driver_id: str) -> ControlLoop:
@@ -46,7 +46,7 @@ def test_gives_up_when_no_successor_runs(tmp_path: Path) -> None:
 def test_a_request_sent_to_a_previous_driver_is_answered_not_acted_on(tmp_path: Path) -> None:
     """A driver that died mid-savepoint leaves its request pending: the driver that took the
     job over (relaunched, or a hot standby) must not take it (with cancel: stop the job)."""
-    from streamops import control, lease
+    from streamops.state import control, lease
 
     layout = StateLayout.at(tmp_path)
     old = control.send_request(layout, "job", "savepoint", name="sp-1", cancel=True)
@@ -66,7 +66,7 @@ def test_a_request_sent_to_a_previous_driver_is_answered_not_acted_on(tmp_path: 
 
 
 def test_a_sender_that_gives_up_withdraws_its_request(tmp_path: Path) -> None:
-    from streamops import control
+    from streamops.state import control
 
     layout = StateLayout.at(tmp_path)
     request = control.send_request(layout, "job", "savepoint", name="sp-1", cancel=True)

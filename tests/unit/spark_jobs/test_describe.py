@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 from spark_jobs import fleet_pings, pings
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.describe import describe_job_stages, describe_stage
-from streamops.layout import StateLayout
 from streamops.spec import spec_from_dict
+from streamops.state.layout import StateLayout
 
 STATS_SIGNATURES = ["count(1)", "avg(double)", "max(double)"]
 

@@ -18,8 +18,8 @@ from typing import Any, cast
 import pytest
 
 from spark_jobs.runtime import hot_standby
-from streamops import lease
-from streamops.layout import StateLayout, write_json_atomic
+from streamops.state import lease
+from streamops.state.layout import StateLayout, write_json_atomic
 
 JOB = "fleet-pings"
 

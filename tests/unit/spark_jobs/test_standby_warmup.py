@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from pyspark.sql import SparkSession
 
 from spark_jobs.runtime import standby
-from streamops.layout import StateLayout, read_json
+from streamops.state.layout import StateLayout, read_json
 
 
 def test_a_standby_without_executors_skips_the_rehearsal(

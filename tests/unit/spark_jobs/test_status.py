@@ -12,7 +12,7 @@ import pytest
 
 from spark_jobs.runtime.status import StatusBoard, StatusListener, summarize
 from spark_jobs.sources.source_state import SourceState
-from streamops.layout import StateLayout, read_json, write_json_atomic
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
 JOB = "fleet-pings"
 IDENTITY = {"driver_id": "driver-20260101000000-0001", "version": "3", "app_id": "app-1"}

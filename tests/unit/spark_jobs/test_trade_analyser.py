@@ -23,12 +23,12 @@ from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.describe import describe_job_stages
 from spark_jobs.runtime.status import StatusBoard
 from spark_jobs.sinks import store
-from streamops.layout import StateLayout
 from streamops.planner import StageAction, UpgradePlan
 from streamops.sim.beta import PingHistory, ServerThread, create_app
 from streamops.sim.market import Market, Trade
 from streamops.sim.oracle import compare_series, trade_windows
 from streamops.spec import load_spec
+from streamops.state.layout import StateLayout
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
 T0 = 1_700_000_000.0  # a whole second: window boundaries at T0 + k * slide

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from streamops.airflow_db import EmbeddedPostgres, MetadataDatabase, parse_choice
-from streamops.airflow_stack import AirflowOptions
 from streamops.exceptions import ConfigError
+from streamops.stack.airflow_db import EmbeddedPostgres, MetadataDatabase, parse_choice
+from streamops.stack.airflow_stack import AirflowOptions
 
 
 def test_the_choice_is_embedded_sqlite_or_a_postgresql_url() -> None:

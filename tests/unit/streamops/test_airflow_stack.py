@@ -15,11 +15,11 @@ from unittest.mock import ANY
 
 import pytest
 
-from streamops.airflow_health import HEALTH_KEYS, stale_components
-from streamops.airflow_stack import AirflowOptions, AirflowStack
 from streamops.cluster.daemons import PidRecord
 from streamops.exceptions import ConfigError
 from streamops.settings import Settings
+from streamops.stack.airflow_health import HEALTH_KEYS, stale_components
+from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_supervise_passes_sigterm_on_and_returns_the_child_code(tmp_path: Path) 
     child = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(7)); " \
             "open(sys.argv[1], 'w').close(); time.sleep(60)"  # fmt: skip
     ready = tmp_path / "ready"
-    wrapper = "import sys; from streamops.airflow_stack import supervise; " \
+    wrapper = "import sys; from streamops.stack.airflow_stack import supervise; " \
               f"sys.exit(supervise([sys.executable, '-c', {child!r}, {str(ready)!r}]))"  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-c", wrapper])
     try:
@@ -80,7 +80,7 @@ def test_supervise_passes_sigterm_on_and_returns_the_child_code(tmp_path: Path) 
 def test_the_metadata_file_is_switched_to_write_ahead_logging(tmp_path: Path) -> None:
     import sqlite3
 
-    from streamops.airflow_db import use_wal
+    from streamops.stack.airflow_db import use_wal
 
     db = tmp_path / "airflow.db"
     sqlite3.connect(db).close()

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from streamops.airflow_stack import ComponentStatus
 from streamops.cli.agent_cmds import releases_table
 from streamops.cli.airflow_cmds import status_table as airflow_table
 from streamops.cli.health_cmds import history_table, report_table
@@ -20,10 +19,11 @@ from streamops.cli.savepoint_cmds import savepoints_table
 from streamops.cli.sim_cmds import status_table as sims_table
 from streamops.cli.stack_cmds import vehicles_table
 from streamops.cli.tables import Listing, print_fields
-from streamops.health_report import CheckResult, HealthReport, Level
+from streamops.health.report import CheckResult, HealthReport, Level
 from streamops.job_view import JobView
-from streamops.savepoints import SavepointInfo
 from streamops.sim.background import SimStatus
+from streamops.stack.airflow_stack import ComponentStatus
+from streamops.state.savepoints import SavepointInfo
 
 WIDTHS = (60, 200)
 DRIVER = "driver-20260301103012-0002"

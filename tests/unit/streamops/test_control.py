@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from streamops import control
-from streamops.control import ControlFailed
-from streamops.layout import StateLayout, write_json_atomic
+from streamops.state import control
+from streamops.state.control import ControlFailed
+from streamops.state.layout import StateLayout, write_json_atomic
 
 
 @pytest.fixture

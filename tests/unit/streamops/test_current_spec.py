@@ -8,8 +8,8 @@ import pytest
 
 from streamops.exceptions import JobNotFound
 from streamops.jobs import current_spec
-from streamops.layout import append_jsonl, write_json_atomic
 from streamops.settings import Settings
+from streamops.state.layout import append_jsonl, write_json_atomic
 
 SPEC = {"name": "fleet", "entrypoint": "spark_jobs.fleet_pings", "trigger_interval": "1 second"}
 

@@ -13,15 +13,17 @@ from typing import Any
 import pytest
 from sqlalchemy import Column, Float, MetaData, String, Table, create_engine
 
-from streamops import health, health_gather, lease
 from streamops.exceptions import Unhealthy
-from streamops.health import CheckResult, HealthReport, Level, Observation, Thresholds
-from streamops.health_report import SinkSeen, WorkersSeen
+from streamops.health import checks as health
+from streamops.health import gather as health_gather
+from streamops.health.checks import CheckResult, HealthReport, Level, Observation, Thresholds
+from streamops.health.report import SinkSeen, WorkersSeen
+from streamops.health.source_probes import Prober, probe_job
 from streamops.job_view import JobView
 from streamops.jobs import spec_args
-from streamops.layout import append_jsonl, write_json_atomic
 from streamops.settings import Settings
-from streamops.source_probes import Prober, probe_job
+from streamops.state import lease
+from streamops.state.layout import append_jsonl, write_json_atomic
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0

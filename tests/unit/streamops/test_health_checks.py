@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from streamops import health
 from streamops.cluster.status import WorkerStatus
-from streamops.health import Level, Observation, Thresholds
-from streamops.health_report import SinkSeen, WorkersSeen
+from streamops.health import checks as health
+from streamops.health.checks import Level, Observation, Thresholds
+from streamops.health.report import SinkSeen, WorkersSeen
+from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
 from streamops.settings import Settings
-from streamops.source_probes import SourceProbe
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0

@@ -16,9 +16,9 @@ from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobAlreadyRunning, UnsafeNameError
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry, read_submissions
-from streamops.layout import append_jsonl, write_json_atomic
+from streamops.procedures.submit import ensure_not_running
 from streamops.settings import Settings
-from streamops.submit import ensure_not_running
+from streamops.state.layout import append_jsonl, write_json_atomic
 
 JOB = "fleet-pings"
 WORKER = "worker-20260101000000-127.0.0.1-40123"

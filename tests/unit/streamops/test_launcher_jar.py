@@ -5,8 +5,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from streamops.launcher_jar import JAR_NAME, ensure_launcher_jar
-from streamops.layout import StateLayout
+from streamops.stack.launcher_jar import JAR_NAME, ensure_launcher_jar
+from streamops.state.layout import StateLayout
 
 
 def test_jar_is_a_valid_zip_with_a_manifest(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from streamops.exceptions import UnsafeNameError
-from streamops.layout import StateLayout, append_jsonl, read_json, write_json_atomic
+from streamops.state.layout import StateLayout, append_jsonl, read_json, write_json_atomic
 
 
 @pytest.fixture

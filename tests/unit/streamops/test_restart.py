@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from streamops.exceptions import ConfigError
-from streamops.restart import check_mode, restart_savepoint_name
+from streamops.procedures.restart import check_mode, restart_savepoint_name
 
 
 def test_modes() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from streamops.restore import clear_stale_checkpoint
+from streamops.procedures.restore import clear_stale_checkpoint
 from streamops.settings import Settings
 
 

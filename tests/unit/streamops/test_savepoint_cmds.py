@@ -12,14 +12,14 @@ import pytest
 from streamops.cli import savepoint_cmds
 from streamops.cli.savepoint_cmds import human_bytes, parse_duration
 from streamops.exceptions import ConfigError
-from streamops.layout import StateLayout, write_json_atomic
-from streamops.savepoints import (
+from streamops.settings import Settings
+from streamops.state.layout import StateLayout, write_json_atomic
+from streamops.state.savepoints import (
     SavepointProtected,
     create_savepoint,
     get_savepoint,
     list_savepoints,
 )
-from streamops.settings import Settings
 
 
 @pytest.fixture

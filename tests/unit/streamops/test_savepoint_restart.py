@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from support.restart_fake import JOB, FakeCluster, install, settings_at
 
-from streamops import control, restart, savepoint_restart, scale
-from streamops import savepoint_restart as steps
 from streamops.exceptions import JobError
+from streamops.procedures import restart, savepoint_restart, scale
+from streamops.procedures import savepoint_restart as steps
+from streamops.state import control
 
 OWNER = "airflow:restart_job/manual__1"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from streamops.control import DriverGone
 from streamops.exceptions import ClusterNotRunning
-from streamops.savepoint_taking import _no_savepoint
+from streamops.procedures.savepoint_taking import _no_savepoint
 from streamops.settings import Settings
+from streamops.state.control import DriverGone
 
 
 @pytest.fixture

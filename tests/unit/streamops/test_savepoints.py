@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from streamops import savepoints
 from streamops.exceptions import ConfigError, UnsafeNameError
-from streamops.layout import StateLayout, read_json, write_json_atomic
-from streamops.savepoints import (
+from streamops.state import savepoints
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops.state.savepoints import (
     Manifest,
     RetentionPolicy,
     SavepointError,
@@ -134,7 +134,7 @@ def test_files_are_copied_where_links_are_impossible(
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
     monkeypatch.setattr(savepoints.os, "link", no_link)
-    with caplog.at_level(logging.WARNING, logger="streamops.savepoints"):
+    with caplog.at_level(logging.WARNING, logger="streamops.state.savepoints"):
         m = make(layout, "sp")
     copy = layout.savepoint("sp") / "stages/vehicles/state/0/0/1.delta"
     orig = layout.checkpoint("fleet-pings", "vehicles") / "state/0/0/1.delta"
@@ -267,7 +267,7 @@ def test_a_corrupt_manifest_is_reported_not_listed(
     make(layout, "good")
     make(layout, "bad", job="other")
     (layout.savepoint("bad") / "manifest.json").write_text('{"name": "bad", ')
-    with caplog.at_level(logging.WARNING, logger="streamops.savepoints"):
+    with caplog.at_level(logging.WARNING, logger="streamops.state.savepoints"):
         assert [i.name for i in list_savepoints(layout)] == ["good"]
     assert "not listed: savepoint 'bad': unreadable manifest.json" in caplog.text
     assert check_savepoint(layout, "bad")[0].startswith("savepoint 'bad': unreadable")

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from streamops.exceptions import ConfigError
-from streamops.layout import StateLayout
 from streamops.settings import PROJECT_ROOT, Settings
+from streamops.state.layout import StateLayout
 
 
 def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

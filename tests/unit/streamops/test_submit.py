@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 import spark_jobs
-from streamops.launcher_jar import JAR_NAME
-from streamops.settings import Settings
-from streamops.spec import JobSpec, decode_spec, spec_from_dict
-from streamops.submit import (
+from streamops.procedures.submit import (
     DEFAULT_CONF,
     PYTHON_RUNNER,
     Submission,
     build_submission,
     driver_script,
 )
+from streamops.settings import Settings
+from streamops.spec import JobSpec, decode_spec, spec_from_dict
+from streamops.stack.launcher_jar import JAR_NAME
 
 
 @pytest.fixture

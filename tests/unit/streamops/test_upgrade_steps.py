@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from support.upgrade_fake import JOB, V2, FakeCluster, install
 
-from streamops import upgrade_steps as steps
 from streamops.exceptions import JobError
-from streamops.intents import read_intent
+from streamops.procedures import upgrade_steps as steps
+from streamops.procedures.upgrade import UpgradeFailed, upgrade
 from streamops.spec import load_spec
-from streamops.upgrade import UpgradeFailed, upgrade
+from streamops.state.intents import read_intent
 
 OWNER = "airflow:savepoint_and_upgrade/manual__1"
 WAITS = {"start_standby": 5.0, "savepoint_answered": 0.0, "verify": 5.0}
@@ -184,7 +184,7 @@ def test_without_a_handover_the_new_version_starts_at_once_and_finish_waits_for_
 ) -> None:
     """The answer means the old driver's queries are stopped and its lease given up: the new
     version is started while the old driver still shuts down; ``finish`` waits for its end."""
-    from streamops import control
+    from streamops.state import control
 
     cluster.auto_answer = False
     monkeypatch.setattr(steps.standbys, "handover_fits", lambda *_: False)
