@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,16 @@ from support.postgres import throwaway_database
 
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="streamops-airflow-"))
 configure_airflow_env(os.environ, _AIRFLOW_HOME)
+
+# The drills' deliberately broken job versions (``drill_jobs``) are test code: importable here
+# and, through PYTHONPATH (which the session's cluster hands on to its drivers and Python
+# workers, and the planner to its describe), wherever a job runs.
+_JOBS = str(Path(__file__).resolve().parent / "jobs")
+if _JOBS not in sys.path:
+    sys.path.append(_JOBS)
+_PATH = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+if _JOBS not in _PATH:
+    os.environ["PYTHONPATH"] = os.pathsep.join([_JOBS, *_PATH])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -83,7 +83,7 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         assert registry.view(JOB).is_live
 
         bad = fleet.spec_file("fleet-pings-v2.yaml", version="2-bad",
-                              entrypoint="spark_jobs.testing.fleet_pings_changed_accumulator")
+                              entrypoint="drill_jobs.fleet_pings_changed_accumulator")
         run, secs = run_dag("savepoint_and_upgrade", {"job": JOB, "spec": str(bad)})
         figure("savepoint_and_upgrade (incompatible, stopped at plan)", run, secs)
         got = task_states(run)
@@ -105,7 +105,7 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         positions = earliest_positions(savepoints.get_savepoint(settings.layout, "dags-v1-to-v2"))
 
         crash = fleet.spec_file("fleet-pings-v2.yaml", version="3",
-                                entrypoint="spark_jobs.testing.crash_on_start")
+                                entrypoint="drill_jobs.crash_on_start")
         t0 = time.time()
         run, secs = run_dag("savepoint_and_upgrade",
                             {"job": JOB, "spec": str(crash), "standby": "cold"})  # fmt: skip

@@ -48,8 +48,8 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
 
         # incompatible versions are refused before anything stops
         for entry, why in (
-            ("spark_jobs.testing.fleet_pings_changed_accumulator", "vehicle-stats-1m"),
-            ("spark_jobs.testing.fleet_pings_renamed_stage", "vehicle-stats-1m"),
+            ("drill_jobs.fleet_pings_changed_accumulator", "vehicle-stats-1m"),
+            ("drill_jobs.fleet_pings_renamed_stage", "vehicle-stats-1m"),
         ):
             bad = run.spec("fleet-pings-v2.yaml", entrypoint=entry, version="2-bad")
             plan = plan_upgrade(settings, JOB, bad)
