@@ -1,4 +1,4 @@
-"""The fleet store: ``vehicles``, ``vehicle_stats`` and ``quarantine`` tables.
+"""The fleet store: ``vehicles``, ``vehicle_stats``, ``trips`` and ``quarantine`` tables.
 
 SQLite by default, PostgreSQL by URL, through the same SQLAlchemy Core code. Every write is
 keyed, so replaying a batch after a failure changes nothing:
@@ -8,6 +8,7 @@ keyed, so replaying a batch after a failure changes nothing:
 - ``vehicle_stats``: one row per ``(vin, window_start)``; the streaming aggregation emits
   the window's complete running values, so an upsert replaces them;
 - ``quarantine``: one row per ``(source, position)``; a replayed bad record is ignored;
+- ``trips``: one row per ``(vin, trip_start)``, written once when the trip has ended;
 - ``trade_series`` (the trade analyser): one row per ``(series, symbol, window_end_ms)``, the
   window's running value replaced like ``vehicle_stats``.
 
@@ -84,6 +85,20 @@ avg_speed_5m = Table(
       for c in vehicle_stats.columns),
 )  # fmt: skip
 
+trips = Table(
+    "trips",
+    metadata,
+    Column("vin", String(17), primary_key=True),
+    Column("trip_start", Float, primary_key=True),
+    Column("trip_end", Float, nullable=False),
+    Column("pings", Integer, nullable=False),
+    Column("avg_speed", Float, nullable=False),
+    Column("max_speed", Float, nullable=False),
+    Column("distance_mi", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""fleet-pings v2's ``trips`` (session windows): first and last ping time (epoch seconds)."""
+
 trade_series = Table(
     "trade_series",
     metadata,
@@ -152,6 +167,8 @@ def retrying(what: str, attempt: Callable[[], T], patience: float | None = None)
                         "nothing was written", what, tries, str(exc.orig)[:200], delay)  # fmt: skip
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+
 job_releases = Table(
     "job_releases",
     metadata,
@@ -258,6 +275,22 @@ def upsert_stats(
     return len(batch)
 
 
+def upsert_trips(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Write each ended trip, keyed ``(vin, trip_start)`` (a replayed batch rewrites it)."""
+    now = time.time()
+    batch = [{**r, "updated_at": now} for r in rows]
+    if not batch:
+        return 0
+    stmt = _insert(engine, trips)
+    keys = ("vin", "trip_start")
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[trips.c[k] for k in keys],
+        set_={c.name: stmt.excluded[c.name] for c in trips.columns if c.name not in keys},
+    )
+    _write(engine, "the trips upsert", stmt, batch)
+    return len(batch)
+
+
 def upsert_series(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
     """Replace the running value of each ``(series, symbol, window_end_ms)`` window."""
     now = time.time()
@@ -291,9 +324,7 @@ def read_table(engine: Engine, table: Table) -> list[dict[str, Any]]:
         return [dict(r._mapping) for r in conn.execute(select(table))]
 
 
-def record_release(
-    engine: Engine, job: str, started_at: float, version: str, release: str
-) -> None:
+def record_release(engine: Engine, job: str, started_at: float, version: str, release: str) -> None:
     """Record the classpath jar release of one driver start (idempotent per start)."""
     row = {"job": job, "started_at": started_at, "version": version,
            "classpath_release": release}  # fmt: skip

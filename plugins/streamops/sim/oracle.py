@@ -91,6 +91,61 @@ def sliding_windows(
     }
 
 
+@dataclass(frozen=True)
+class Trip:
+    end: float
+    pings: int
+    avg_speed: float
+    max_speed: float
+
+
+def ended_trips(
+    pings: Iterable[Ping], gap: float, watermark: float
+) -> dict[tuple[str, float], Trip]:
+    """Per (VIN, first ping time): the trips (pings whose gaps stay under ``gap`` seconds)
+    that have ended by ``watermark``: their last ping plus ``gap`` at or before it."""
+    by_vin: dict[str, list[Ping]] = defaultdict(list)
+    for p in pings:
+        by_vin[p.vin].append(p)
+    out: dict[tuple[str, float], Trip] = {}
+    for vin, mine in by_vin.items():
+        mine.sort(key=lambda p: p.time)
+        runs: list[list[Ping]] = []
+        for p in mine:
+            if runs and p.time < runs[-1][-1].time + gap:
+                runs[-1].append(p)
+            else:
+                runs.append([p])
+        for run in runs:
+            if run[-1].time + gap <= watermark:
+                speeds = [p.speed for p in run]
+                out[(vin, run[0].time)] = Trip(
+                    run[-1].time, len(run), sum(speeds) / len(speeds), max(speeds)
+                )
+    return out
+
+
+def compare_trips(
+    expected: Mapping[tuple[str, float], Trip], rows: Iterable[Mapping[str, Any]]
+) -> Comparison:
+    actual = {(r["vin"], float(r["trip_start"])): r for r in rows}
+    cmp = Comparison("trips", len(expected), len(actual))
+    cmp.missing = sorted(set(expected) - set(actual))
+    cmp.unexpected = sorted(set(actual) - set(expected))
+    for key in sorted(set(expected) & set(actual)):
+        e, r = expected[key], actual[key]
+        distance = e.avg_speed * (e.end - key[1]) / 3600.0
+        if not (
+            int(r["pings"]) == e.pings
+            and _close(float(r["trip_end"]), e.end)
+            and _close(float(r["avg_speed"]), e.avg_speed)
+            and _close(float(r["max_speed"]), e.max_speed)
+            and _close(float(r["distance_mi"]), distance)
+        ):
+            cmp.different.append((key, e, dict(r)))
+    return cmp
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
