@@ -257,16 +257,15 @@ def upsert_vehicles(engine: Engine, rows: Iterable[Mapping[str, Any]], job_versi
     return len(batch)
 
 
-def upsert_stats(
-    engine: Engine, rows: Iterable[Mapping[str, Any]], table: Table = vehicle_stats
+def _replace_keyed(
+    engine: Engine, table: Table, keys: tuple[str, ...], rows: Iterable[Mapping[str, Any]]
 ) -> int:
-    """Replace the running values of each ``(vin, window_start)`` window."""
+    """Insert ``rows``, replacing every column but ``keys`` of a row already there."""
     now = time.time()
     batch = [{**r, "updated_at": now} for r in rows]
     if not batch:
         return 0
     stmt = _insert(engine, table)
-    keys = ("vin", "window_start")
     stmt = stmt.on_conflict_do_update(
         index_elements=[table.c[k] for k in keys],
         set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},
@@ -275,36 +274,21 @@ def upsert_stats(
     return len(batch)
 
 
+def upsert_stats(
+    engine: Engine, rows: Iterable[Mapping[str, Any]], table: Table = vehicle_stats
+) -> int:
+    """Replace the running values of each ``(vin, window_start)`` window."""
+    return _replace_keyed(engine, table, ("vin", "window_start"), rows)
+
+
 def upsert_trips(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
     """Write each ended trip, keyed ``(vin, trip_start)`` (a replayed batch rewrites it)."""
-    now = time.time()
-    batch = [{**r, "updated_at": now} for r in rows]
-    if not batch:
-        return 0
-    stmt = _insert(engine, trips)
-    keys = ("vin", "trip_start")
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[trips.c[k] for k in keys],
-        set_={c.name: stmt.excluded[c.name] for c in trips.columns if c.name not in keys},
-    )
-    _write(engine, "the trips upsert", stmt, batch)
-    return len(batch)
+    return _replace_keyed(engine, trips, ("vin", "trip_start"), rows)
 
 
 def upsert_series(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
     """Replace the running value of each ``(series, symbol, window_end_ms)`` window."""
-    now = time.time()
-    batch = [{**r, "updated_at": now} for r in rows]
-    if not batch:
-        return 0
-    stmt = _insert(engine, trade_series)
-    keys = ("series", "symbol", "window_end_ms")
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[trade_series.c[k] for k in keys],
-        set_={c.name: stmt.excluded[c.name] for c in trade_series.columns if c.name not in keys},
-    )
-    _write(engine, "the trade_series upsert", stmt, batch)
-    return len(batch)
+    return _replace_keyed(engine, trade_series, ("series", "symbol", "window_end_ms"), rows)
 
 
 def insert_quarantine(engine: Engine, rows: Iterable[Mapping[str, Any]], job: str) -> int:

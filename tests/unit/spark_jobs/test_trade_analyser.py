@@ -14,6 +14,7 @@ import importlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -24,7 +25,7 @@ from spark_jobs.runtime.describe import describe_job_stages
 from spark_jobs.runtime.status import StatusBoard
 from spark_jobs.sinks import store
 from streamops.planner import StageAction, UpgradePlan
-from streamops.sim.beta import PingHistory, ServerThread, create_app
+from streamops.sim.beta import PingHistory
 from streamops.sim.market import Market, Trade
 from streamops.sim.oracle import compare_series, trade_windows
 from streamops.spec import load_spec
@@ -60,14 +61,9 @@ def second_batch(first: list[Trade]) -> list[Trade]:
 
 
 @pytest.fixture
-def server() -> Iterator[tuple[PingHistory, str]]:
-    history = PingHistory(10_000, stream="trades-test")
-    thread = ServerThread(create_app(history, "tradesim"), port=0)
-    thread.start()
-    try:
-        yield history, f"http://127.0.0.1:{thread.port}/pings"
-    finally:
-        thread.stop()
+def server(serve_history: Any) -> Iterator[tuple[PingHistory, str]]:
+    with serve_history("trades-test", "tradesim") as served:
+        yield served
 
 
 @pytest.mark.parametrize("series", [ta.AVG_1S, ta.VOL_1S], ids=lambda s: s.name)

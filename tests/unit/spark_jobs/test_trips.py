@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -19,7 +20,7 @@ from pyspark.sql import SparkSession
 from spark_jobs import fleet_pings_v2, pings
 from spark_jobs.sinks import store
 from spark_jobs.sources.beta import BetaDataSource
-from streamops.sim.beta import PingHistory, ServerThread, create_app
+from streamops.sim.beta import PingHistory
 from streamops.sim.fleet import Ping
 from streamops.sim.oracle import compare_trips, ended_trips
 
@@ -35,14 +36,9 @@ def burst(seq: int, vin: str, start: float, n: int, speed: float) -> list[Ping]:
 
 
 @pytest.fixture
-def server() -> Iterator[tuple[PingHistory, str]]:
-    history = PingHistory(10_000, stream="trips-test")
-    thread = ServerThread(create_app(history, "fleetsim-beta"), port=0)
-    thread.start()
-    try:
-        yield history, f"http://127.0.0.1:{thread.port}/pings"
-    finally:
-        thread.stop()
+def server(serve_history: Any) -> Iterator[tuple[PingHistory, str]]:
+    with serve_history("trips-test", "fleetsim-beta") as served:
+        yield served
 
 
 def test_trips_are_written_once_ended_and_equal_the_oracle(
