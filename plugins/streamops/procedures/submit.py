@@ -37,10 +37,6 @@ DEFAULT_CONF = {
     "spark.sql.streaming.noDataProgressEventInterval": "0ms",
     "spark.sql.streaming.minBatchesToRetain": "20",
     "spark.ui.showConsoleProgress": "false",
-    # each executor's Python workers fork from a daemon that has imported PySpark's worker and
-    # the sources' readers: the first batches after an executor starts (after a dead node,
-    # those the recovery waits for) do not import them once per worker
-    "spark.python.daemon.module": "spark_jobs.forkserver.executor_daemon",
 }
 
 
