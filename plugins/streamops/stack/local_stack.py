@@ -21,6 +21,7 @@ from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import ProcessError
 from streamops.jobs import JobRegistry
+from streamops.procedures import describe_ahead
 from streamops.settings import Settings
 from streamops.sim.background import command as simulator_command
 from streamops.spec import load_spec
@@ -92,6 +93,10 @@ def up(settings: Settings, opts: StackOptions) -> None:
         log.info("job %s already running; not submitting again", spec.name)
     else:
         submit_job(spec, settings, wait_healthy=opts.wait)
+    # the versions the running job may be upgraded to, described in the background (nice 19)
+    # so the first plan-upgrade answers from the cache
+    start_service(settings, describe_ahead.SERVICE, describe_ahead.command(settings),
+                  env=settings.to_env())  # fmt: skip
     if airflow is not None:
         airflow.wait_ready()
 
