@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import base64
+import concurrent.futures
 import importlib
 import json
 import logging
 import os
 import sys
 import time
+from types import ModuleType
 
 from pyspark.sql import SparkSession
 
@@ -54,6 +56,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def imported(ready: concurrent.futures.Future[ModuleType], spec: JobSpec) -> ModuleType:
+    """The job's module, imported beside the session's start; imported here again if that
+    failed (an import in two threads can meet a cycle; a real error then raises here)."""
+    try:
+        module = ready.result()
+    except Exception:
+        log.warning("job %s: importing %s beside the session failed; importing it again",
+                    spec.name, spec.entrypoint, exc_info=True)  # fmt: skip
+        module = importlib.import_module(spec.entrypoint)
+    log.info("job %s v%s: %s imported", spec.name, spec.version, spec.entrypoint)
+    return module
+
+
 AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"
 """With ``spark.authenticate`` on, a worker hands its RPC secret to the driver it launches in
 this variable and keeps it off the command line, but SparkContext requires it in its
@@ -81,9 +96,10 @@ def run(
     args: argparse.Namespace, spec: JobSpec, started: float, forks: forkserver.ForkServer | None
 ) -> int:
     layout = StateLayout.at(args.state_root)
-    module = importlib.import_module(spec.entrypoint)
-    log.info("job %s v%s: %s imported in %.1fs", spec.name, spec.version, spec.entrypoint,
-             time.monotonic() - started)  # fmt: skip
+    # the job's module imports (SQLAlchemy, its sources) while the JVM builds the session
+    importing = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="import")
+    module_ready = importing.submit(importlib.import_module, spec.entrypoint)
+    importing.shutdown(wait=False)
     positions = (
         json.loads(base64.urlsafe_b64decode(args.start_positions_b64))
         if args.start_positions_b64
@@ -105,6 +121,7 @@ def run(
              time.monotonic() - started)  # fmt: skip
     if forks is not None:
         forks.attach(spark.sparkContext)
+    module = imported(module_ready, spec)
     if args.standby:
         # build once, before the savepoint exists: new stages read their start positions
         # from the go file when their queries start

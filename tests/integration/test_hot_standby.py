@@ -110,7 +110,7 @@ class Saving:
 
 def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) -> None:
     cluster, registry = spark_cluster, spark_cluster.registry
-    extra = cluster.cluster.add_worker()  # the standby's cores: 2 x 3 of 3 x 2
+    extra = cluster.cluster.add_worker()  # the standby's cores: 2 + 1 of 3 x 3
     describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
     killed_worker = None
     try:

@@ -41,6 +41,7 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -94,24 +95,61 @@ TIMELINE_MARKS = (
     "Registered executor", "Executor added", "Started SparkUI", "BlockManagerMaster: Registered",
     "Starting new streaming query", "Starting job", "Committed offsets",
     "Starting Python worker", "StandaloneSchedulerBackend", "state store",
+    "Successfully registered with driver", "Got assigned task", "Finished task", "Times: total",
 )  # fmt: skip
+
+
+class CpuSampler(threading.Thread):
+    """The machine's busy share of its cores, sampled every half second (``/proc/stat``)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, float]] = []  # (time, busy share since the last)
+
+    @staticmethod
+    def _ticks() -> tuple[int, int]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        idle = fields[3] + fields[4]  # idle + iowait
+        return sum(fields) - idle, sum(fields)
+
+    def run(self) -> None:
+        busy, total = self._ticks()
+        while True:
+            time.sleep(0.5)
+            b, t = self._ticks()
+            self.samples.append((time.time(), (b - busy) / max(1, t - total)))
+            busy, total = b, t
+
+    def by_second(self, t0: float, until: float) -> str:
+        per: dict[int, list[float]] = {}
+        for at, share in self.samples:
+            if t0 <= at <= until + 0.5:
+                per.setdefault(int(at - t0), []).append(share)
+        return " ".join(f"{100 * sum(v) / len(v):.0f}" for _, v in sorted(per.items()))
+
+
+CPU = CpuSampler()
 
 
 def timeline(root: Path, settings: Settings, t0: float, until: float) -> list[str]:
     """The relaunched driver's log lines between the kill and ``until``, seconds from the kill."""
-    driver = JobRegistry(settings).view(JOB).driver_id
+    view = JobRegistry(settings).view(JOB)
+    driver, app = view.driver_id, view.status.get("app_id")
     files = [p for name in ("stderr", "stdout") for p in root.glob(f"**/{driver}/{name}")]
+    files += sorted(root.glob(f"**/{app}/*/stderr")) if app else []  # its executors
     out = [f"          timeline of {driver} (logs: {', '.join(map(str, files)) or 'none'}):"]
     found = []
-    for line in [ln for p in files for ln in p.read_text(errors="replace").splitlines()]:
+    for path, line in [(p, ln) for p in files for ln in p.read_text(errors="replace").splitlines()]:
         try:
             stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
             at = stamp + int(line[20:23]) / 1000 - t0
         except ValueError:
             continue
         if -1 <= at <= until - t0 + 0.5 and any(m in line for m in TIMELINE_MARKS):
-            found.append((at, f"          {at:6.2f} s  {line[24:][:150]}"))
+            who = "exec " + path.parent.name if path.parent.name.isdigit() else "driver"
+            found.append((at, f"          {at:6.2f} s  {who:7s} {line[24:][:140]}"))
     out += [text for _, text in sorted(found)]
+    out.append(f"          machine CPU busy %, second by second: {CPU.by_second(t0, until)}")
     for stage, at in sorted(next_batches(settings, t0).items(), key=lambda kv: kv[1]):
         out.append(f"          {at - t0:6.2f} s  first batch of stage {stage} committed")
     return out
@@ -303,6 +341,8 @@ def main() -> None:
     conf = dict(c.split("=", 1) for c in args.conf)
     if args.timeline:
         conf.setdefault("spark.log.level", "INFO")
+        conf.setdefault("spark.executor.syncLogLevel.enabled", "true")
+        CPU.start()
     logging.basicConfig(level=logging.WARNING)
     workers = 3 if args.standby == "hot" else 2
     root, settings, cluster = bench_cluster("bench-failover-", "3g", workers=workers)

@@ -38,7 +38,7 @@ def spark_cluster(
         rest_port=free_port(),
     )
     profile = ClusterProfile.from_mapping(
-        {"workers": 2, "max_workers": 3, "worker_cores": 2, "worker_memory": "3g",
+        {"workers": 2, "max_workers": 3, "worker_cores": 3, "worker_memory": "3g",
          "worker_webui_port_base": 0, "jar_release": "r1"}
     )
     cluster = LocalCluster(settings, profile)

@@ -299,3 +299,20 @@ class MasterClient:
 def free_cores(workers: list[WorkerInfo]) -> int:
     """Cores the ALIVE ``workers`` offer that no driver or executor holds."""
     return sum(w.cores - w.coresused for w in workers if w.state == "ALIVE")
+
+
+def executor_room(workers: list[WorkerInfo], executor_cores: int, driver_cores: int = 0) -> int:
+    """How many executors of ``executor_cores`` the ALIVE ``workers`` can start now (an
+    executor's cores are on one worker), after a driver of ``driver_cores`` (0: none) placed
+    where it leaves the fewest: the master picks a driver's worker at random. 0 if no worker
+    has room for the driver."""
+    free = [w.cores - w.coresused for w in workers if w.state == "ALIVE"]
+    room = [f // executor_cores for f in free]
+    if driver_cores <= 0:
+        return sum(room)
+    after = [
+        sum(room) - room[i] + (f - driver_cores) // executor_cores
+        for i, f in enumerate(free)
+        if f >= driver_cores
+    ]
+    return min(after, default=0)

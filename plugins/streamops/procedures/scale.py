@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from streamops.agent.registry import Agents
-from streamops.cluster.client import MasterClient, WorkerInfo, free_cores
+from streamops.cluster.client import MasterClient, WorkerInfo, executor_room
 from streamops.cluster.daemons import worker_index
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterError, ConfigError, JobError, StreamopsError
@@ -176,7 +176,7 @@ def rebalance_candidates(settings: Settings) -> list[str]:
     cores: the master could not place their executors (e.g. executor size vs new workers);
     first the jobs whose rebalance did not finish (a retried task resumes them)."""
     client = MasterClient(settings)
-    free = free_cores(client.workers())
+    workers = client.workers()
     apps = {a.name: a for a in client.active_apps()}
     registry = JobRegistry(settings)
     out = [job for job in registry.names() if _rebalancing(settings, job)]
@@ -190,7 +190,7 @@ def rebalance_candidates(settings: Settings) -> list[str]:
             wanted = current_spec(settings, view.name).resources
         except StreamopsError:
             continue
-        if app.cores < wanted.max_cores and free >= wanted.executor_cores:
+        if app.cores < wanted.max_cores and executor_room(workers, wanted.executor_cores):
             out.append(view.name)
     return out
 

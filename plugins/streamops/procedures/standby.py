@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from streamops.cluster.client import free_cores
+from streamops.cluster.client import executor_room, free_cores
 from streamops.exceptions import JobError
 from streamops.job_view import ENDED_DRIVER_STATES
 from streamops.jobs import JobRegistry, read_submissions
@@ -108,9 +108,10 @@ def standby_executors(registry: JobRegistry, spec: JobSpec) -> int:
     waits for them and warms them up); 0 (with a warning) when the cluster has no free cores,
     so the gap will include starting executors once the old version has freed its cores."""
     res = spec.resources
-    free = free_cores(registry.client.workers())
+    workers = registry.client.workers()
+    free = free_cores(workers)
     wanted = res.max_cores // res.executor_cores
-    count = max(0, min(wanted, (free - res.driver_cores) // res.executor_cores))
+    count = min(wanted, executor_room(workers, res.executor_cores, res.driver_cores))
     if count < wanted:
         log.warning("job %s: the cluster has %d free cores; the standby's driver takes %d and "
                     "gets %d of its %d executors now, the rest once the old version stops "
@@ -153,16 +154,20 @@ def handover_fits(registry: JobRegistry, spec: JobSpec, standby: Standby | None 
     ``standby``, the executors it did not get. If not, the old driver must shut down at once
     (no handover): it would otherwise hold the cores the new version waits for."""
     res = spec.resources
-    wanted = (res.max_cores // res.executor_cores) * res.executor_cores
-    if standby is None:
-        wanted += res.driver_cores
-    else:
-        wanted -= int(standby.ready.get("executors") or 0) * res.executor_cores
-    free = free_cores(registry.client.workers())
-    if free < wanted:
-        log.info("job %s: %d free core(s), v%s needs %d more: the old driver shuts down at "
-                 "once (no handover)", spec.name, free, spec.version, wanted)  # fmt: skip
-    return free >= wanted
+    wanted = res.max_cores // res.executor_cores
+    driver = res.driver_cores
+    if standby is not None:
+        wanted -= int(standby.ready.get("executors") or 0)
+        driver = 0
+    workers = registry.client.workers()
+    room = executor_room(workers, res.executor_cores, driver)
+    fits = room >= wanted and (driver == 0 or standby_fits(registry, spec))
+    if not fits:
+        log.info("job %s: %d free core(s), room for %d of the %d executor(s) of %d core(s) "
+                 "v%s still needs%s: the old driver shuts down at once (no handover)",
+                 spec.name, free_cores(workers), room, wanted, res.executor_cores, spec.version,
+                 " beside its driver" if driver else "")  # fmt: skip
+    return fits
 
 
 def release_standby(

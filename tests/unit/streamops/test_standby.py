@@ -78,6 +78,30 @@ def test_a_cold_handover_needs_room_for_the_new_driver_and_executors(
     assert handover_fits(registry, SPEC) is fits  # type: ignore[arg-type]
 
 
+TWO_CORE = spec_from_dict({
+    "name": "fleet", "version": "2", "entrypoint": "spark_jobs.fleet_pings_v2",
+    "resources": {"driver_cores": 1, "executor_cores": 2, "max_cores": 2},
+})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("workers", "expected", "fits"),
+    [
+        ([worker(3, 3), worker(3, 0)], 1, True),  # driver and executor fit on the free one
+        ([worker(3, 2), worker(3, 1)], 0, False),  # 3 free cores, but no 2 on one worker
+        ([worker(3, 1), worker(3, 3)], 0, False),  # the driver may take one of the two
+        ([worker(4, 1), worker(4, 4)], 1, True),
+        ([worker(2, 0), worker(2, 2, state="DEAD")], 0, False),
+    ],
+)
+def test_an_executor_needs_its_cores_on_one_worker(
+    workers: list[WorkerInfo], expected: int, fits: bool
+) -> None:
+    registry = FakeRegistry(FakeClient(workers))
+    assert standby_executors(registry, TWO_CORE) == expected  # type: ignore[arg-type]
+    assert handover_fits(registry, TWO_CORE) is fits  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("executors", "fits"), [(2, True), (1, False), (0, False)])
 def test_a_warm_handover_needs_room_for_the_executors_the_standby_lacks(
     executors: int, fits: bool
