@@ -175,7 +175,7 @@ def report_release(ctx: JobContext) -> str | None:
 
 
 def build(ctx: JobContext) -> None:
-    store.engine_for(str(ctx.args["store_url"]))  # tables exist before the first batch
+    store.engine_for(str(ctx.args["store_url"]), store.FLEET_TABLES)  # before the first batch
     ctx.on_started(report_release)
     watermark = str(ctx.args.get("watermark", "2 minutes"))
     ctx.add_stage("vehicles", ping_stream(ctx), vehicles_sink(ctx), dry_sink=True)

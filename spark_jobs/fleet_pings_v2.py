@@ -66,7 +66,9 @@ def trips_sink(ctx: JobContext) -> Any:
 
 
 def build(ctx: JobContext) -> None:
-    store.engine_for(str(ctx.args["store_url"]))
+    store.engine_for(
+        str(ctx.args["store_url"]), (*store.FLEET_TABLES, store.avg_speed_5m, store.trips)
+    )  # tables exist before the first batch
     ctx.on_started(fleet_pings.report_release)
     watermark = str(ctx.args.get("watermark", "2 minutes"))
     ctx.add_stage(

@@ -150,7 +150,7 @@ def build_series(ctx: JobContext, series: Iterable[Series]) -> None:
     """Declare one stateful stage per series; v1 and v2 both build through here, so a stage
     of the same name has the same plan (and state layout) in both."""
     url = str(ctx.args["store_url"])
-    store.engine_for(url)  # tables exist before the first batch
+    store.engine_for(url, (store.trade_series,))  # the table exists before the first batch
     watermark = str(ctx.args.get("watermark", DEFAULT_WATERMARK))
     for one in series:
         ctx.add_stage(

@@ -182,15 +182,35 @@ job_releases = Table(
 _lock = threading.Lock()
 
 
-def engine_for(url: str) -> Engine:
-    """One engine per URL per process; SQLite gets WAL and a generous busy timeout."""
+FLEET_TABLES = (vehicles, vehicle_stats, quarantine, job_releases)
+"""What fleet-pings v1 writes; v2 adds ``avg_speed_5m`` and ``trips``."""
+
+_ensured: set[tuple[str, str]] = set()  # (url, table) created or found by this process
+
+
+def engine_for(url: str, tables: Iterable[Table] = ()) -> Engine:
+    """One engine per URL per process (SQLite gets WAL and a generous busy timeout), with
+    ``tables`` created if missing. A store holds only the tables of the jobs that wrote to
+    it: each job's build names its own, and every write creates its table if needed."""
     with _lock:
         engine = _engines.get(url)
         if engine is None:
             engine = _create_engine(url)
-            retrying("creating the tables", lambda: _prepare(engine))
             _engines[url] = engine
-        return engine
+    ensure_tables(engine, tables)
+    return engine
+
+
+def ensure_tables(engine: Engine, tables: Iterable[Table]) -> None:
+    """Create the ``tables`` missing from the store (once per process and table), adding to
+    an existing ``vehicles`` the columns later versions introduced."""
+    url = engine.url.render_as_string(hide_password=False)
+    with _lock:
+        missing = [t for t in tables if (url, t.name) not in _ensured]
+        if not missing:
+            return
+        retrying("creating the tables", lambda: _prepare(engine, missing))
+        _ensured.update((url, t.name) for t in missing)
 
 
 def _create_engine(url: str) -> Engine:
@@ -208,9 +228,10 @@ def _create_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
-def _prepare(engine: Engine) -> None:
-    metadata.create_all(engine)
-    _migrate(engine)
+def _prepare(engine: Engine, tables: list[Table]) -> None:
+    metadata.create_all(engine, tables=tables)
+    if vehicles in tables:
+        _migrate(engine)
 
 
 def _write(engine: Engine, what: str, stmt: Any, batch: list[dict[str, Any]]) -> None:
@@ -220,6 +241,7 @@ def _write(engine: Engine, what: str, stmt: Any, batch: list[dict[str, Any]]) ->
         with engine.begin() as conn:
             conn.execute(stmt, batch)
 
+    ensure_tables(engine, [stmt.table])
     retrying(what, attempt)
 
 
@@ -304,6 +326,9 @@ def insert_quarantine(engine: Engine, rows: Iterable[Mapping[str, Any]], job: st
 
 
 def read_table(engine: Engine, table: Table) -> list[dict[str, Any]]:
+    """Every row of ``table`` (none if no job created it in this store)."""
+    if not inspect(engine).has_table(table.name):
+        return []
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(select(table))]
 
@@ -313,5 +338,6 @@ def record_release(engine: Engine, job: str, started_at: float, version: str, re
     row = {"job": job, "started_at": started_at, "version": version,
            "classpath_release": release}  # fmt: skip
     stmt = _insert(engine, job_releases).values(**row).on_conflict_do_nothing()
+    ensure_tables(engine, [job_releases])
     with engine.begin() as conn:
         conn.execute(stmt)

@@ -170,3 +170,36 @@ RASTERISED_DRAW = """(() => {
   document.getElementById("map").getContext("2d").getImageData(0, 0, 1, 1);
   return performance.now() - started;
 })()"""
+
+
+def _trade_rows(series: str, ends: range, base: float) -> list[dict[str, Any]]:
+    return [{"series": series, "symbol": "ACME", "window_end_ms": end * 1000,
+             "window_start_ms": end * 1000 - 1000, "value": base + end % 9, "trades": 5}
+            for end in ends]  # fmt: skip
+
+
+def test_trade_chart_shows_v2s_series_once_they_appear(
+    dashboard: Dashboard, free_port: Callable[[], int]
+) -> None:
+    url = f"sqlite:///{dashboard.settings.state_root / 'trades.db'}"
+    now = int(time.time())
+    engine = store.engine_for(url)
+    store.upsert_series(engine, _trade_rows("avg-1s", range(now - 200, now), 100.0))
+    running_job(dashboard.settings, stages={}, args={"store_url": url}, job="trade-analyser",
+                version="1")  # fmt: skip
+    try:
+        with dashboard.browser(free_port) as browser:
+            browser.goto(dashboard.url)
+            browser.wait_for("document.getElementById('trades').dataset.series === 'avg-1s'")
+            assert browser.evaluate("document.getElementById('trades-panel').hidden") is False
+            assert browser.evaluate("document.getElementById('trades').dataset.points") == "200"
+            browser.wait_for_text("Trades", "job trade-analyser")
+            # the upgrade to v2: its series start at the savepoint's position
+            store.upsert_series(engine, _trade_rows("avg-1m", range(now - 50, now), 100.0))
+            store.upsert_series(engine, _trade_rows("vol-1s", range(now - 50, now), 20.0))
+            browser.wait_for("document.getElementById('trades').dataset.series === "
+                             "'avg-1s,avg-1m,vol-1s'", 15)  # fmt: skip
+            assert browser.evaluate("document.getElementById('trades').dataset.points") == "300"
+            browser.screenshot(dashboard.tmp / "dashboard-trades.png")
+    finally:
+        store._engines.pop(url).dispose()

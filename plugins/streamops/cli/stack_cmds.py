@@ -93,7 +93,7 @@ def cmd_vehicles(args: argparse.Namespace, settings: Settings) -> int:
 
     from spark_jobs.sinks import store
 
-    engine = store.engine_for(args.store_url or settings.layout.default_store_url)
+    engine = store.engine_for(args.store_url or settings.layout.default_store_url, [store.vehicles])
     t = store.vehicles
     with engine.connect() as conn:
         total = conn.execute(select(func.count()).select_from(t)).scalar_one()

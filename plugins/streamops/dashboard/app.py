@@ -1,5 +1,5 @@
-"""The dashboard's web service: one page (map, jobs, savepoints, health), its JSON API and
-``/metrics``, all read-only and served on loopback by uvicorn.
+"""The dashboard's web service: one page (map, jobs, trade charts, savepoints, health), its
+JSON API and ``/metrics``, all read-only and served on loopback by uvicorn.
 
 The page loads nothing from elsewhere: its script, style and map are files of this package,
 and every answer carries a ``Content-Security-Policy`` that lets the browser fetch from this
@@ -33,11 +33,13 @@ def create_app(settings: Settings, store_url: str | None = None) -> FastAPI:
     """The app for the state root of ``settings`` and the fleet store at ``store_url``
     (default: the state root's SQLite file, where the local stack's job writes)."""
     store = data.FleetStore(store_url or settings.layout.default_store_url)
+    trades = data.TradeSeries(settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         store.close()
+        trades.close()
 
     app = FastAPI(title="streamops dashboard", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.requests = []  # paths asked for, newest last (what the e2e test checks)
@@ -70,6 +72,10 @@ def create_app(settings: Settings, store_url: str | None = None) -> FastAPI:
         if row is None:
             raise HTTPException(404, f"no vehicle {vin}")
         return row
+
+    @app.get("/api/series")
+    def series(symbol: str | None = None) -> dict[str, Any]:
+        return trades.chart(symbol)
 
     @app.get("/api/jobs")
     def jobs() -> list[dict[str, Any]]:

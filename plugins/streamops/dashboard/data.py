@@ -1,4 +1,4 @@
-"""What the dashboard shows, read from the fleet store and the state root (never written).
+"""What the dashboard shows, read from the job stores and the state root (never written).
 
 The figures are the ones ``streamops jobs``, ``streamops health`` and ``list-snapshots`` read
 (the job registry, ``status.json``, the source probes of :mod:`streamops.health.source_probes`, the
@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, inspect, select
+from sqlalchemy import Connection, Engine, create_engine, func, inspect, select
 
-from spark_jobs.sinks.store import vehicles
+from spark_jobs.sinks.store import trade_series, vehicles
 from streamops.exceptions import ClusterNotRunning
 from streamops.health.report import read_history
 from streamops.health.source_probes import Prober, stage_offsets
@@ -78,6 +78,12 @@ class JobFigures:
         return asdict(self)
 
 
+def _absent(engine: Engine) -> bool:
+    """Whether the store is a SQLite file not written yet (a connection would create it)."""
+    url = engine.url
+    return url.get_backend_name() == "sqlite" and not Path(url.database or "").is_file()
+
+
 class FleetStore:
     """Read-only access to the ``vehicles`` table of the fleet store (SQLite or PostgreSQL).
 
@@ -92,10 +98,7 @@ class FleetStore:
     def _columns(self) -> set[str]:
         """The columns of ``vehicles``; none while the table (or the SQLite file, which a
         connection would create) does not exist yet."""
-        url = self.engine.url
-        if url.get_backend_name() == "sqlite" and not Path(url.database or "").is_file():
-            return set()
-        if not inspect(self.engine).has_table("vehicles"):
+        if _absent(self.engine) or not inspect(self.engine).has_table("vehicles"):
             return set()
         return {c["name"] for c in inspect(self.engine).get_columns("vehicles")}
 
@@ -220,3 +223,74 @@ def savepoints(settings: Settings) -> list[dict[str, Any]]:
 def health_history(settings: Settings, last: int = 30) -> list[dict[str, Any]]:
     """The last recorded health runs, newest first (``streamops health --history``)."""
     return list(reversed(read_history(settings.layout, last=last)))
+
+
+SERIES = ("avg-1s", "avg-1m", "vol-1s")
+"""The trade analyser's series, in the order the chart draws them (v2 adds the last two)."""
+SERIES_SPAN_MS = 5 * 60 * 1000
+"""How much of a symbol's series the chart shows: the newest five minutes of windows."""
+
+
+class TradeSeries:
+    """Read-only access to the ``trade_series`` tables of the state root's jobs: every
+    job's store (its spec's ``store_url``) that has one, for the trade analyser's charts.
+
+    Every query walks the table's key (series, symbol, window end): a symbol's newest window
+    and its last five minutes are index ranges, and the symbols are found one ``min`` at a
+    time, so a refresh costs the same after an hour of trades as after a minute."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._engines: dict[str, Engine] = {}
+
+    def _stores(self) -> list[tuple[str, Engine]]:
+        out = []
+        for job in JobRegistry(self.settings).names():
+            url = str((spec_args(self.settings, job) or {}).get("store_url") or "")
+            if not url:
+                continue
+            engine = self._engines.get(url) or self._engines.setdefault(url, create_engine(url))
+            if not _absent(engine) and inspect(engine).has_table(trade_series.name):
+                out.append((job, engine))
+        return out
+
+    @staticmethod
+    def _symbols(conn: Connection, series: str) -> list[str]:
+        t, found, last = trade_series, [], ""
+        while True:
+            nxt = conn.execute(
+                select(func.min(t.c.symbol)).where(t.c.series == series, t.c.symbol > last)
+            ).scalar()
+            if nxt is None:
+                return found
+            found.append(str(nxt))
+            last = nxt
+
+    def chart(self, symbol: str | None = None) -> dict[str, Any]:
+        """The newest :data:`SERIES_SPAN_MS` of every series of ``symbol`` (default: the first
+        symbol), as ``[window_end_ms, value]`` points, with the symbols there are."""
+        t = trade_series
+        for job, engine in self._stores():
+            with engine.connect() as conn:
+                symbols = self._symbols(conn, SERIES[0])
+                if not symbols:
+                    continue
+                chosen = symbol if symbol in symbols else symbols[0]
+                lines: dict[str, list[list[float]]] = {}
+                for series in SERIES:
+                    key = (t.c.series == series, t.c.symbol == chosen)
+                    newest = conn.execute(select(func.max(t.c.window_end_ms)).where(*key)).scalar()
+                    if newest is None:
+                        continue
+                    rows = conn.execute(
+                        select(t.c.window_end_ms, t.c.value)
+                        .where(*key, t.c.window_end_ms > newest - SERIES_SPAN_MS)
+                        .order_by(t.c.window_end_ms)
+                    )
+                    lines[series] = [[int(end), round(float(v), 4)] for end, v in rows]
+                return {"job": job, "symbols": symbols, "symbol": chosen, "series": lines}
+        return {"job": None, "symbols": [], "symbol": None, "series": {}}
+
+    def close(self) -> None:
+        for engine in self._engines.values():
+            engine.dispose()

@@ -191,4 +191,42 @@ def test_an_empty_state_root_shows_nothing_and_creates_nothing(
     assert client.get("/api/jobs").json() == [] and client.get("/api/savepoints").json() == []
     assert client.get("/api/health").json() == []
     assert "streamops_job_live" in client.get("/metrics").text
+    assert client.get("/api/series").json()["symbols"] == []
     assert not (tmp_path / "never-used").exists()
+
+
+def series_rows(series: str, symbol: str, ends: range, value: Callable[[int], float]) -> list[
+    dict[str, Any]
+]:
+    return [{"series": series, "symbol": symbol, "window_end_ms": end * 1000,
+             "window_start_ms": end * 1000 - 1000, "value": value(end), "trades": 10}
+            for end in ends]  # fmt: skip
+
+
+def test_trade_charts_show_the_newest_five_minutes_of_a_symbols_series(stack: Stack) -> None:
+    assert stack.client.get("/api/series").json()["symbols"] == []  # the fleet store has none
+    url = f"sqlite:///{stack.settings.state_root / 'trades.db'}"
+    t0 = 1_790_000_000
+    rows = []
+    for symbol, base in (("MSFT", 400.0), ("AAPL", 200.0)):
+        rows += series_rows("avg-1s", symbol, range(t0, t0 + 360), lambda e, b=base: b + e % 7)
+        # v2 began at t0 + 240: its series start there
+        rows += series_rows("avg-1m", symbol, range(t0 + 240, t0 + 360), lambda e, b=base: b)
+        rows += series_rows("vol-1s", symbol, range(t0 + 240, t0 + 360), lambda e: float(e % 50))
+    store.upsert_series(store.engine_for(url), rows)
+    running_job(stack.settings, stages={}, args={"store_url": url}, job="trade-analyser")
+    try:
+        chart = stack.client.get("/api/series").json()
+        assert chart["job"] == "trade-analyser"
+        assert chart["symbols"] == ["AAPL", "MSFT"] and chart["symbol"] == "AAPL"
+        one_s = chart["series"]["avg-1s"]
+        assert [p[0] for p in one_s] == [e * 1000 for e in range(t0 + 60, t0 + 360)]
+        assert all(v == 200.0 + (t // 1000) % 7 for t, v in one_s)
+        assert len(chart["series"]["avg-1m"]) == len(chart["series"]["vol-1s"]) == 120
+        msft = stack.client.get("/api/series", params={"symbol": "MSFT"}).json()
+        assert msft["symbol"] == "MSFT"
+        assert msft["series"]["avg-1m"][0] == [(t0 + 240) * 1000, 400.0]
+        unknown = stack.client.get("/api/series", params={"symbol": "NOPE"}).json()
+        assert unknown["symbol"] == "AAPL"
+    finally:
+        store._engines.pop(url).dispose()

@@ -51,7 +51,7 @@ class Store:
 
     @property
     def engine(self) -> Engine:
-        return store.engine_for(self.url)
+        return store.engine_for(self.url, store.FLEET_TABLES)
 
 
 @pytest.fixture(scope="module")
@@ -125,12 +125,18 @@ def assert_holds(db: Store, expected: dict[str, Ping]) -> None:
 
 
 # --- engines -------------------------------------------------------------------------------
-def test_engine_for_caches_per_url_and_creates_tables(db: Store) -> None:
+def test_engine_for_caches_per_url_and_creates_the_tables_named(db: Store) -> None:
     engine = store.engine_for(db.url)
-    assert store.engine_for(db.url) is engine
     assert engine.dialect.name == db.dialect
-    tables = set(inspect(engine).get_table_names())
-    assert {"vehicles", "vehicle_stats", "quarantine"} <= tables
+    assert inspect(engine).get_table_names() == []  # an engine alone creates nothing
+    assert store.engine_for(db.url, store.FLEET_TABLES) is engine
+    # a v1 store has v1's tables only: v2's and the trade analyser's come with their jobs
+    assert set(inspect(engine).get_table_names()) == {t.name for t in store.FLEET_TABLES}
+    assert store.read_table(engine, store.trips) == []  # read, still not created
+    store.upsert_trips(engine, [{"vin": "1HGCM82633A004352", "trip_start": 1.0,
+                                 "trip_end": 2.0, "pings": 2, "avg_speed": 10.0,
+                                 "max_speed": 12.0, "distance_mi": 0.01}])  # fmt: skip
+    assert "trips" in inspect(engine).get_table_names()  # a write creates its table
 
 
 # --- vehicles ------------------------------------------------------------------------------

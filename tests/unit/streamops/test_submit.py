@@ -73,6 +73,8 @@ def test_spark_properties(spec: JobSpec, settings: Settings) -> None:
     assert props["spark.pyspark.python"] == "/opt/py/bin/python3"
     assert "spark.driver.host" not in props  # the driver binds where its worker runs
     assert props["spark.sql.shuffle.partitions"] == "8"  # the spec's conf wins over defaults
+    hot = spec.model_copy(update={"standby": "hot"})
+    assert build_submission(hot, settings).spark_properties["spark.executor.cores"] == "1"
     assert props["spark.executor.instances"] == "2"
     for key in DEFAULT_CONF.keys() - {"spark.sql.shuffle.partitions"}:
         assert props[key] == DEFAULT_CONF[key]
