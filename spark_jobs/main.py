@@ -146,7 +146,8 @@ def run(
             hot_standby.stand_by(ctx, behind, module.build)
         except hot_standby.Dismissed as exc:
             log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
-            spark.stop()
+            if not isinstance(exc, hot_standby.JvmGone):  # else nothing answers any more
+                spark.stop()
             return 0
         except Exception as exc:  # exit 0: a standby relaunched in a loop would load the job
             hot_standby.report_failure(ctx, exc)

@@ -50,6 +50,21 @@ class Dismissed(Exception):
     driver: the standby exits without writing anything."""
 
 
+class JvmGone(Dismissed):
+    """This standby's own JVM died (killed: a standby placed beside the primary, a cancel):
+    its Python, left behind, must not take the job over, which it could not run."""
+
+
+DRIVER_JVM_PID = os.getppid()
+"""The driver's JVM: PythonRunner starts the driver's Python as its child."""
+
+
+def _check_jvm() -> None:
+    if os.getppid() != DRIVER_JVM_PID:
+        raise JvmGone(f"this driver's JVM (pid {DRIVER_JVM_PID}) is gone; its Python exits "
+                      "without taking the job over")  # fmt: skip
+
+
 def live_holder(layout: StateLayout, job: str) -> lease.Lease | None:
     """The job's lease if a live driver holds it (fresh heartbeat, process not provably gone)."""
     held = lease.read_lease(layout, job)
@@ -76,6 +91,7 @@ def wait_for_primary(
         "driver_id": Path.cwd().name, "pid": os.getpid(), "starting_at": time.time()})  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        _check_jvm()
         held = live_holder(layout, job)
         status = read_json(layout.status_file(job)) or {}
         own = (status.get("driver_id"), f"{status.get('host')}:{status.get('pid')}")
@@ -130,6 +146,7 @@ def watch(ctx: JobContext, behind: lease.Lease, poll: float = POLL_S) -> None:
     """Wait until ``behind``'s holder dies, then take the lease (see :func:`stand_by`)."""
     layout, job = ctx.layout, ctx.job
     while True:
+        _check_jvm()  # a standby whose JVM was killed never takes the job (it cannot run it)
         held = lease.read_lease(layout, job)
         if held is None or held.heartbeat_at == 0.0:
             raise Dismissed(f"driver {behind.holder} gave the job's lease up (a clean stop)")

@@ -116,6 +116,23 @@ def test_a_clean_stop_dismisses_the_standby(layout: StateLayout) -> None:
     assert lease.read_lease(layout, JOB).holder == "driver-1"  # type: ignore[union-attr]
 
 
+def test_a_standby_whose_jvm_died_never_takes_the_job(
+    layout: StateLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed through the master, a driver's JVM dies and its Python lives on: it must not
+    take the lease when the primary dies (a drill saw one do it, then die: nobody ran the
+    job, and the real standby was dismissed because the job had passed to another driver)."""
+    primary = lease.acquire(layout, JOB, "driver-1")
+    monkeypatch.setattr(hot_standby, "DRIVER_JVM_PID", dead_pid())  # no longer our parent
+    ctx = Ctx(layout)
+    thread, outcome = watch_in_thread(ctx, primary)
+    thread.join(5)
+    assert len(outcome) == 1 and isinstance(outcome[0], hot_standby.JvmGone)
+    assert ctx.lease is None and lease.read_lease(layout, JOB) == primary
+    with pytest.raises(hot_standby.JvmGone):
+        hot_standby.wait_for_primary(layout, JOB, "1", timeout=5)
+
+
 def test_a_job_passed_to_another_driver_dismisses_the_standby(layout: StateLayout) -> None:
     """It stands behind one driver of one version, never behind whatever runs next."""
     primary = lease.acquire(layout, JOB, "driver-1", ttl=0.3)
