@@ -29,7 +29,8 @@ catches up and the sinks are compared with the batch recomputation: lost / extra
     .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,driver --standby hot
 
 ``--timeline`` prints, after each node or driver kill, the relaunched driver's start-up steps
-(its log lines, Spark's at INFO, with seconds from the kill) and each stage's first batch;
+and its executors' (their log lines, Spark's at INFO, with seconds from the kill), each stage's
+first batch, and the machine's CPU use second by second (``/proc/stat``);
 ``--conf key=value`` (repeatable) sets a Spark property of the job, to compare settings.
 """
 
