@@ -190,14 +190,14 @@ def test_trade_chart_shows_v2s_series_once_they_appear(
     try:
         with dashboard.browser(free_port) as browser:
             browser.goto(dashboard.url)
-            browser.wait_for("document.getElementById('trades').dataset.series === 'avg-1s'")
+            browser.wait_for("document.getElementById('trades')?.dataset.series === 'avg-1s'")
             assert browser.evaluate("document.getElementById('trades-panel').hidden") is False
             assert browser.evaluate("document.getElementById('trades').dataset.points") == "200"
             browser.wait_for_text("ACME", "job trade-analyser")
             # the upgrade to v2: its series start at the savepoint's position
             store.upsert_series(engine, _trade_rows("avg-1m", range(now - 50, now), 100.0))
             store.upsert_series(engine, _trade_rows("vol-1s", range(now - 50, now), 20.0))
-            browser.wait_for("document.getElementById('trades').dataset.series === "
+            browser.wait_for("document.getElementById('trades')?.dataset.series === "
                              "'avg-1s,avg-1m,vol-1s'", 15)  # fmt: skip
             assert browser.evaluate("document.getElementById('trades').dataset.points") == "300"
             browser.screenshot(dashboard.tmp / "dashboard-trades.png")
