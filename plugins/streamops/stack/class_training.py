@@ -116,12 +116,30 @@ def _run(settings: Settings, scratch: Path, run_s: float, timeout: float) -> Non
         submit_job(spec, training, wait_healthy=timeout)
         time.sleep(run_s)
         savepoint_job(training, TRAINING_JOB, "class-training")
-        _dump(_training_jvms(settings.layout.root, scratch.name), scratch)
+        try:
+            _dump(_training_jvms(settings.layout.root, scratch.name), scratch)
+        except ClusterError as exc:
+            if "No such process" not in str(exc):
+                raise
+            # a JVM of the run ended between being found and its dump (seen once in CI, the
+            # driver): once the job runs again (a relaunched driver), dump what runs then
+            log.warning("class training: %s; trying again once the job runs", exc)
+            _wait_running(registry, timeout)
+            time.sleep(run_s)
+            _dump(_training_jvms(settings.layout.root, scratch.name), scratch)
     finally:
         alpha.stop()
         beta.stop()
         if registry.view(TRAINING_JOB).is_live:
             registry.cancel(TRAINING_JOB)
+
+
+def _wait_running(registry: JobRegistry, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not registry.view(TRAINING_JOB).healthy:
+        if time.monotonic() > deadline:
+            raise ClusterError(f"class training: the run did not run again within {timeout:.0f}s")
+        time.sleep(1.0)
 
 
 def _training_jvms(root: Path, token: str) -> dict[int, Role]:
