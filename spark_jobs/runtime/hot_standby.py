@@ -113,9 +113,10 @@ def stand_by(
     :class:`Dismissed` if it stopped cleanly or the job passed to another driver."""
     started = time.monotonic()
     layout, job = ctx.layout, ctx.job
-    res = ctx.spec.resources  # a hot job's executors have one core each (its submission)
-    cores = int(ctx.spark.conf.get("spark.executor.cores", str(res.executor_cores)) or 1)
-    executors = warm_executors(ctx.spark, res.max_cores // cores, EXECUTOR_WAIT_S)
+    spec = ctx.spec
+    executors = warm_executors(
+        ctx.spark, spec.resources.max_cores // spec.executor_cores, EXECUTOR_WAIT_S
+    )
     rehearsal = rehearse(ctx, build) if executors else None
     if ctx.gate is None:
         raise ValueError(f"job {job}: a hot standby's context needs a gate_file")

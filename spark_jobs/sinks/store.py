@@ -185,7 +185,7 @@ _lock = threading.Lock()
 FLEET_TABLES = (vehicles, vehicle_stats, quarantine, job_releases)
 """What fleet-pings v1 writes; v2 adds ``avg_speed_5m`` and ``trips``."""
 
-_ensured: set[tuple[str, str]] = set()  # (url, table) created or found by this process
+_ensured: set[tuple[object, str]] = set()  # (engine URL, table) created or found here
 
 
 def engine_for(url: str, tables: Iterable[Table] = ()) -> Engine:
@@ -204,7 +204,7 @@ def engine_for(url: str, tables: Iterable[Table] = ()) -> Engine:
 def ensure_tables(engine: Engine, tables: Iterable[Table]) -> None:
     """Create the ``tables`` missing from the store (once per process and table), adding to
     an existing ``vehicles`` the columns later versions introduced."""
-    url = engine.url.render_as_string(hide_password=False)
+    url = engine.url  # hashable: no rendering on every write
     with _lock:
         missing = [t for t in tables if (url, t.name) not in _ensured]
         if not missing:

@@ -96,7 +96,7 @@ def build_submission(
         "spark.driver.supervise": "true",
         "spark.driver.cores": str(res.driver_cores),
         "spark.driver.memory": res.driver_memory,
-        "spark.executor.cores": str(executor_cores(spec)),
+        "spark.executor.cores": str(spec.executor_cores),
         "spark.executor.memory": res.executor_memory,
         "spark.cores.max": str(res.max_cores),
         "spark.pyspark.python": settings.python,
@@ -150,15 +150,6 @@ def submit_job(
     if wait_healthy:
         registry.wait_healthy(spec.name, timeout=wait_healthy, since_driver=driver_id)
     return driver_id
-
-
-def executor_cores(spec: JobSpec) -> int:
-    """The cores of each of the job's executors: the spec's, but one for a job with a hot
-    standby. The master spreads a standby's executors over the workers, so the death of the
-    running driver's node leaves it some; its one executor of two cores was on that node in
-    a drill, and the takeover waited 5 s more for a new one (8.4 s instead of 2-3 s). A job
-    without a standby keeps its executors whole: one executor JVM to start on a relaunch."""
-    return 1 if spec.standby == "hot" else spec.resources.executor_cores
 
 
 def submit_hot_standby(
