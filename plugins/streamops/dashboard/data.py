@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, func, inspect, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from spark_jobs.sinks.store import trade_series, vehicles
 from streamops.exceptions import ClusterNotRunning
@@ -243,15 +244,20 @@ class TradeSeries:
         self.settings = settings
         self._engines: dict[str, Engine] = {}
 
-    def _stores(self) -> list[tuple[str, Engine]]:
+    def _stores(self, unreachable: dict[str, str]) -> list[tuple[str, Engine]]:
+        """The jobs' stores holding ``trade_series``; a store that does not answer is named in
+        ``unreachable`` (job: reason) and skipped, so the others still chart."""
         out = []
         for job in JobRegistry(self.settings).names():
             url = str((spec_args(self.settings, job) or {}).get("store_url") or "")
             if not url:
                 continue
             engine = self._engines.get(url) or self._engines.setdefault(url, create_engine(url))
-            if not _absent(engine) and inspect(engine).has_table(trade_series.name):
-                out.append((job, engine))
+            try:
+                if not _absent(engine) and inspect(engine).has_table(trade_series.name):
+                    out.append((job, engine))
+            except SQLAlchemyError as exc:
+                unreachable[job] = str(exc.orig if hasattr(exc, "orig") else exc).strip()[:200]
         return out
 
     @staticmethod
@@ -269,8 +275,8 @@ class TradeSeries:
     def chart(self, symbol: str | None = None) -> dict[str, Any]:
         """The newest :data:`SERIES_SPAN_MS` of every series of ``symbol`` (default: the first
         symbol), as ``[window_end_ms, value]`` points, with the symbols there are."""
-        t = trade_series
-        for job, engine in self._stores():
+        t, unreachable = trade_series, {}
+        for job, engine in self._stores(unreachable):
             with engine.connect() as conn:
                 symbols = self._symbols(conn, SERIES[0])
                 if not symbols:
@@ -288,8 +294,10 @@ class TradeSeries:
                         .order_by(t.c.window_end_ms)
                     )
                     lines[series] = [[int(end), round(float(v), 4)] for end, v in rows]
-                return {"job": job, "symbols": symbols, "symbol": chosen, "series": lines}
-        return {"job": None, "symbols": [], "symbol": None, "series": {}}
+                return {"job": job, "symbols": symbols, "symbol": chosen, "series": lines,
+                        "unreachable": unreachable}  # fmt: skip
+        return {"job": None, "symbols": [], "symbol": None, "series": {},
+                "unreachable": unreachable}  # fmt: skip
 
     def close(self) -> None:
         for engine in self._engines.values():

@@ -215,9 +215,12 @@ def test_trade_charts_show_the_newest_five_minutes_of_a_symbols_series(stack: St
         rows += series_rows("vol-1s", symbol, range(t0 + 240, t0 + 360), lambda e: float(e % 50))
     store.upsert_series(store.engine_for(url), rows)
     running_job(stack.settings, stages={}, args={"store_url": url}, job="trade-analyser")
+    dead = "postgresql+psycopg2://nobody@127.0.0.1:1/nothing"  # a store that does not answer
+    running_job(stack.settings, stages={}, args={"store_url": dead}, job="trade-old")
     try:
         chart = stack.client.get("/api/series").json()
-        assert chart["job"] == "trade-analyser"
+        assert chart["job"] == "trade-analyser"  # charted although another store is away
+        assert list(chart["unreachable"]) == ["trade-old"]
         assert chart["symbols"] == ["AAPL", "MSFT"] and chart["symbol"] == "AAPL"
         one_s = chart["series"]["avg-1s"]
         assert [p[0] for p in one_s] == [e * 1000 for e in range(t0 + 60, t0 + 360)]

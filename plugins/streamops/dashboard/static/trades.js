@@ -95,12 +95,14 @@
     const response = await fetch(`/api/series${query}`, { cache: "no-store" });
     if (!response.ok) return;
     last = await response.json();
-    panel.hidden = !last.symbols.length;
+    const away = Object.entries(last.unreachable || {}).map(([job, why]) => `${job}: ${why}`);
+    panel.hidden = !last.symbols.length && !away.length;  // a silent store is said, not hidden
     if (panel.hidden) return;
     offer(last.symbols);
     chosen = last.symbol;
     picker.value = chosen;
-    document.getElementById("trade-job").textContent = `job ${last.job}`;
+    document.getElementById("trade-job").textContent = (last.job ? `job ${last.job}` : "") +
+      (away.length ? ` · store not answering: ${away.join("; ")}` : "");
     draw();
   }
 
