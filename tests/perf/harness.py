@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -68,6 +69,10 @@ def python_loop_seconds() -> float:
     return float(out.stdout)
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def bench_cluster(
     prefix: str, worker_memory: str = "3g", worker_cores: int = 4, workers: int = 2
 ) -> tuple[Path, Settings, LocalCluster]:
@@ -77,6 +82,9 @@ def bench_cluster(
     Four cores a worker (Spark's slots, not the machine's), as in ``config/cluster/local.yaml``:
     a warm standby then gets its executors beside the running version."""
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
+    # SIGTERM (timeout, pkill) ends the benchmark through its finally blocks, which stop the
+    # cluster and the simulators: Python's default would leave every JVM running
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     root = Path(tempfile.mkdtemp(prefix=prefix))
     settings = Settings.from_env(
         {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
