@@ -27,9 +27,18 @@ if [ -z "${STREAMOPS_NO_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 
     || echo "bootstrap: warning: could not install chromium; the Airflow UI test will be skipped" >&2
 fi
 
+# Compiled bytecode of the project's own modules, written here because Python does not write
+# it where PYTHONDONTWRITEBYTECODE is set (as on CI machines): each driver, Python worker and CLI
+# call would otherwise compile every module it imports again (docs/performance.md)
+compile_project() {
+  .venv/bin/python -m compileall -q spark_jobs plugins dags >/dev/null
+}
+
 stamp=.venv/.streamops-installed
-want="$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
+# (the installation's recipe is part of the stamp: a change to it installs again)
+want="$( (cat requirements.lock pyproject.toml; echo "compile-bytecode") | sha256sum | cut -d' ' -f1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/streamops ]; then
+  compile_project
   bash scripts/build_jars.sh  # classpath jar releases (idempotent)
   exit 0
 fi
@@ -43,8 +52,11 @@ export UV_PYTHON_DOWNLOADS=never
 
 echo "bootstrap: creating .venv and installing requirements.lock" >&2
 [ -x .venv/bin/python ] || "${UV[@]}" venv --quiet --python "$PYTHON" .venv
-VIRTUAL_ENV="$PWD/.venv" "${UV[@]}" pip sync --quiet requirements.lock
+# --compile-bytecode: what pip does by default and uv does not; without it every Python process
+# compiles the modules it imports (PySpark, SQLAlchemy, Airflow) again at each start
+VIRTUAL_ENV="$PWD/.venv" "${UV[@]}" pip sync --quiet --compile-bytecode requirements.lock
 VIRTUAL_ENV="$PWD/.venv" "${UV[@]}" pip install --quiet --no-deps -e .
+compile_project
 .venv/bin/python - <<'PY'
 from streamops.cluster.spark_home import check_spark_install
 install = check_spark_install()

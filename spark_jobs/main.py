@@ -1,3 +1,4 @@
+# ruff: noqa: E402  (the path is set before PySpark is imported)
 """Driver entry point of every job: ``main.py --spec-b64 SPEC --state-root DIR``.
 
 Submitted with ``org.apache.spark.deploy.PythonRunner`` as main class; the job spec comes
@@ -6,14 +7,24 @@ inline (base64 JSON) so a relaunched driver on any worker runs exactly the same 
 
 from __future__ import annotations
 
+# First, before PySpark is imported: Spark's zipped PySpark and Py4J off the path when the same
+# release is installed (compiled once; from the zip every module is compiled at every start),
+# for this process and the fork server and workers it starts (spark_jobs.pythonpath)
+import os
+import sys
+
+from spark_jobs.pythonpath import python_path_env, without_spark_zips
+
+sys.path[:] = without_spark_zips(sys.path)
+if "PYTHONPATH" in os.environ:
+    os.environ["PYTHONPATH"] = python_path_env(os.environ["PYTHONPATH"]) or ""
+
 import argparse
 import base64
 import concurrent.futures
 import importlib
 import json
 import logging
-import os
-import sys
 import time
 from types import ModuleType
 

@@ -27,6 +27,8 @@ import sys
 import time
 from typing import NoReturn
 
+from spark_jobs.pythonpath import python_path_env
+
 SOCKET_ENV = "STREAMOPS_PYFORK"
 PYTHON_ENV = "STREAMOPS_PYFORK_PYTHON"
 ANSWER_TIMEOUT_S = 30.0  # a server still importing answers late; a hung one is given up
@@ -38,8 +40,12 @@ def real_python() -> str:
 
 
 def exec_python(argv: list[str]) -> NoReturn:
-    """Become the real Python running ``argv``."""
+    """Become the real Python running ``argv``; when it is this environment's Python, with
+    Spark's zipped PySpark and Py4J off its ``PYTHONPATH`` (:mod:`spark_jobs.pythonpath`)."""
     python = real_python()
+    here = os.path.dirname(os.path.abspath(sys.executable))
+    if os.path.dirname(os.path.abspath(python)) == here and "PYTHONPATH" in os.environ:
+        os.environ["PYTHONPATH"] = python_path_env(os.environ["PYTHONPATH"]) or ""
     os.execv(python, [python, *argv])
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.forkserver.client import PYTHON_ENV, SOCKET_ENV
+from spark_jobs.pythonpath import without_spark_zips
 
 log = logging.getLogger("spark_jobs.forkserver")
 
@@ -380,7 +381,10 @@ def run_child(req: Request) -> None:
         io.FileIO(2, "w", closefd=False), line_buffering=True, write_through=True,
         errors="backslashreplace",
     )  # fmt: skip
-    extra = [p for p in req.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # Spark's zipped PySpark off the path: the server imported the installed, compiled twin
+    extra = without_spark_zips([p for p in req.env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    if "PYTHONPATH" in os.environ:
+        os.environ["PYTHONPATH"] = os.pathsep.join(extra)
     sys.path[:] = [req.cwd, *[p for p in extra if p not in sys.path], *sys.path[1:]]
     module, args = req.argv[1], req.argv[2:]
     sys.argv = [module, *args]
