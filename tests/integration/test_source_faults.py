@@ -198,7 +198,7 @@ def test_faults_from_outside(
         print(f"master kill: known again {time.time() - killed_at:.1f}s after it ({how})")
         next_batches_at = time.time()
         wait_until(lambda: next_batches(cluster, JOB, next_batches_at, STAGES), 120,
-                   "every stage to commit under the restarted master", describe=describe)  # fmt: skip
+                   "every stage to commit under the restarted master", describe=describe)
 
         # 4. the store unreachable for 30 s: the batches wait and retry, the job stays up
         proxy.cut()
