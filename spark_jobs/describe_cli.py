@@ -20,6 +20,8 @@ import os
 import sys
 from typing import Any
 
+from spark_jobs.forkserver.client import SOCKET_ENV
+from spark_jobs.forkserver.server import client_path
 from spark_jobs.runtime.describe import describe_job_stages
 from streamops.spec import JobSpec, decode_spec
 from streamops.state.layout import StateLayout
@@ -39,7 +41,11 @@ def local_session(spec: JobSpec) -> Any:
     """A local[1] SparkSession on loopback, UI off, with the spec's SQL settings."""
     from pyspark.sql import SparkSession
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # the workers that create the data sources run as streamops-python: the real Python with
+    # Spark's zipped PySpark off its path (compiled once, not at each worker's start)
+    client = client_path()
+    os.environ["PYSPARK_PYTHON"] = str(client) if client.exists() else sys.executable
+    os.environ.pop(SOCKET_ENV, None)  # no fork server here
     builder = (
         SparkSession.builder.master("local[1]")
         .appName(f"describe-{spec.name}")
