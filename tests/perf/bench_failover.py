@@ -21,7 +21,8 @@ workers (its cores), armed on another worker than the driver before each fault; 
 standby armed after a fault is printed too.
 
 For each it prints when the fault was detected (the master shows the worker DEAD or the
-driver relaunched; for an executor, the job's stages go on) and the recovery: seconds from
+driver relaunched; a driver killed alone: its worker runs a new JVM of it; for an executor,
+the job's stages go on) and the recovery: seconds from
 the kill to every stage's next committed batch. At the end the simulators stop, the job
 catches up and the sinks are compared with the batch recomputation: lost / extra / different.
 
@@ -176,8 +177,13 @@ def wait_recovered(settings: Settings, t0: float, stages: set[str], timeout: flo
     raise SystemExit(f"no batch of every stage within {timeout:.0f}s of the fault")
 
 
-def detect(settings: Settings, t0: float, old_driver: str | None, worker: str | None) -> float:
-    """Seconds until the master shows the fault: the worker DEAD or the driver relaunched."""
+def detect(
+    settings: Settings, t0: float, old_driver: str | None, worker: str | None,
+    old_pid: int | None = None,
+) -> float:  # fmt: skip
+    """Seconds until the fault is seen: the master shows the worker DEAD or the driver under
+    another id, or (``old_pid``: a driver killed alone, which its worker relaunches in place
+    under the same id) a new JVM of the driver runs."""
     client = MasterClient(settings)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -185,10 +191,19 @@ def detect(settings: Settings, t0: float, old_driver: str | None, worker: str | 
         dead = any(w.get("state") == "DEAD" and f"{w.get('host')}:{w.get('port')}" == worker
                    for w in state.get("workers") or [])  # fmt: skip
         moved = all(d.get("id") != old_driver for d in state.get("activedrivers") or [])
-        if dead or moved:
+        if dead or moved or (old_pid is not None and relaunched(old_driver, old_pid)):
             return time.time() - t0
         time.sleep(0.05)
     return float("nan")
+
+
+def relaunched(driver: str | None, old_pid: int) -> bool:
+    """Whether a JVM of ``driver`` other than ``old_pid`` runs."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return any(
+        "DriverWrapper" in line and driver and driver in line and int(line.split()[0]) != old_pid
+        for line in ps.splitlines()
+    )
 
 
 def taken_over(settings: Settings, t0: float, old_driver: str | None) -> float:
@@ -272,7 +287,7 @@ def fault(
             os.kill(child, signal.SIGKILL)
         os.kill(pid, signal.SIGKILL)
         detected = (taken_over(settings, t0, view.driver_id) if view.standby
-                    else detect(settings, t0, view.driver_id, None))  # fmt: skip
+                    else detect(settings, t0, view.driver_id, None, old_pid=pid))  # fmt: skip
         recovery = wait_recovered(settings, t0, stages)
         if show:
             print("\n".join(timeline(show, settings, t0, t0 + recovery)), flush=True)

@@ -187,10 +187,10 @@ def rebalance_candidates(settings: Settings) -> list[str]:
         if not view.is_live or app is None:
             continue
         try:
-            wanted = current_spec(settings, view.name).resources
+            spec = current_spec(settings, view.name)
         except StreamopsError:
             continue
-        if app.cores < wanted.max_cores and executor_room(workers, wanted.executor_cores):
+        if app.cores < spec.resources.max_cores and executor_room(workers, spec.executor_cores):
             out.append(view.name)
     return out
 

@@ -107,11 +107,11 @@ def standby_executors(registry: JobRegistry, spec: JobSpec) -> int:
     """How many executors a standby of ``spec`` can get beside the running version now (it
     waits for them and warms them up); 0 (with a warning) when the cluster has no free cores,
     so the gap will include starting executors once the old version has freed its cores."""
-    res = spec.resources
+    res, cores = spec.resources, spec.executor_cores  # one a hot job's executor
     workers = registry.client.workers()
     free = free_cores(workers)
-    wanted = res.max_cores // res.executor_cores
-    count = min(wanted, executor_room(workers, res.executor_cores, res.driver_cores))
+    wanted = res.max_cores // cores
+    count = min(wanted, executor_room(workers, cores, res.driver_cores))
     if count < wanted:
         log.warning("job %s: the cluster has %d free cores; the standby's driver takes %d and "
                     "gets %d of its %d executors now, the rest once the old version stops "
@@ -153,19 +153,19 @@ def handover_fits(registry: JobRegistry, spec: JobSpec, standby: Standby | None 
     the old driver idling after its handover: its driver and executors, or, for a warm
     ``standby``, the executors it did not get. If not, the old driver must shut down at once
     (no handover): it would otherwise hold the cores the new version waits for."""
-    res = spec.resources
-    wanted = res.max_cores // res.executor_cores
+    res, cores = spec.resources, spec.executor_cores  # one a hot job's executor
+    wanted = res.max_cores // cores
     driver = res.driver_cores
     if standby is not None:
         wanted -= int(standby.ready.get("executors") or 0)
         driver = 0
     workers = registry.client.workers()
-    room = executor_room(workers, res.executor_cores, driver)
+    room = executor_room(workers, cores, driver)
     fits = room >= wanted and (driver == 0 or standby_fits(registry, spec))
     if not fits:
         log.info("job %s: %d free core(s), room for %d of the %d executor(s) of %d core(s) "
                  "v%s still needs%s: the old driver shuts down at once (no handover)",
-                 spec.name, free_cores(workers), room, wanted, res.executor_cores, spec.version,
+                 spec.name, free_cores(workers), room, wanted, cores, spec.version,
                  " beside its driver" if driver else "")  # fmt: skip
     return fits
 

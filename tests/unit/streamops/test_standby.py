@@ -102,6 +102,26 @@ def test_an_executor_needs_its_cores_on_one_worker(
     assert handover_fits(registry, TWO_CORE) is fits  # type: ignore[arg-type]
 
 
+HOT = TWO_CORE.model_copy(update={"standby": "hot"})  # its executors have one core each
+
+
+@pytest.mark.parametrize(
+    ("workers", "expected", "fits"),
+    [
+        ([worker(3, 2), worker(3, 1)], 2, True),  # no 2 cores on one worker, 1 on each
+        ([worker(3, 3), worker(3, 1)], 1, False),  # the driver takes one of the two
+        ([worker(2, 2), worker(2, 2)], 0, False),
+    ],
+)
+def test_a_hot_jobs_executors_are_counted_at_one_core(
+    workers: list[WorkerInfo], expected: int, fits: bool
+) -> None:
+    registry = FakeRegistry(FakeClient(workers))
+    assert HOT.executor_cores == 1
+    assert standby_executors(registry, HOT) == expected  # type: ignore[arg-type]
+    assert handover_fits(registry, HOT) is fits  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("executors", "fits"), [(2, True), (1, False), (0, False)])
 def test_a_warm_handover_needs_room_for_the_executors_the_standby_lacks(
     executors: int, fits: bool
