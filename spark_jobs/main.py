@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import sys
 
-from spark_jobs.pythonpath import python_path_env, without_spark_zips
+from spark_jobs.pythonpath import strip_environ, without_spark_zips
 
 sys.path[:] = without_spark_zips(sys.path)
-if "PYTHONPATH" in os.environ:
-    os.environ["PYTHONPATH"] = python_path_env(os.environ["PYTHONPATH"]) or ""
+strip_environ()
 
 import argparse
 import base64

@@ -57,3 +57,9 @@ def python_path_env(value: str | None) -> str | None:
     if value is None:
         return None
     return os.pathsep.join(without_spark_zips(value.split(os.pathsep)))
+
+
+def strip_environ() -> None:
+    """Rewrite this process's ``PYTHONPATH`` without those zips (what it starts inherits it)."""
+    if "PYTHONPATH" in os.environ:
+        os.environ["PYTHONPATH"] = python_path_env(os.environ["PYTHONPATH"]) or ""

@@ -27,7 +27,7 @@ import sys
 import time
 from typing import NoReturn
 
-from spark_jobs.pythonpath import python_path_env
+from spark_jobs.pythonpath import strip_environ
 
 SOCKET_ENV = "STREAMOPS_PYFORK"
 PYTHON_ENV = "STREAMOPS_PYFORK_PYTHON"
@@ -44,8 +44,8 @@ def exec_python(argv: list[str]) -> NoReturn:
     Spark's zipped PySpark and Py4J off its ``PYTHONPATH`` (:mod:`spark_jobs.pythonpath`)."""
     python = real_python()
     here = os.path.dirname(os.path.abspath(sys.executable))
-    if os.path.dirname(os.path.abspath(python)) == here and "PYTHONPATH" in os.environ:
-        os.environ["PYTHONPATH"] = python_path_env(os.environ["PYTHONPATH"]) or ""
+    if os.path.dirname(os.path.abspath(python)) == here:
+        strip_environ()
     os.execv(python, [python, *argv])
 
 
