@@ -34,6 +34,7 @@ from spark_jobs.runtime import hot_standby, standby, supervision
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
+from streamops.settings import Settings
 from streamops.spec import JobSpec, decode_spec
 from streamops.state import lease
 from streamops.state.layout import StateLayout
@@ -63,6 +64,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--standby-executors", type=int, default=0,
         help="executors a standby waits for and warms up (free cores beside the old version)",
     )  # fmt: skip
+    parser.add_argument(
+        "--standby-moves", type=int, default=0,
+        help="how many hot standbys before this one found themselves beside the running driver",
+    )  # fmt: skip
+    parser.add_argument(
+        "--settings-b64", help="a hot job's settings (the master's address), base64 JSON"
+    )
     return parser.parse_args(argv)
 
 
@@ -116,12 +124,17 @@ def run(
         else {}
     )
     behind = None
+    settings = Settings.from_b64(args.settings_b64) if args.settings_b64 else None
     if spec.standby == "hot" and not args.standby:
         if hot_standby.should_stand_by(layout, spec.name, args.hot_standby):
             try:  # before the session: a standby never competes with its primary's start
                 behind = hot_standby.wait_for_primary(layout, spec.name, spec.version)
             except hot_standby.Dismissed as exc:
                 log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
+                return 0
+            if not hot_standby.stays(
+                layout, spec, settings, args.hot_standby, args.standby_moves
+            ):  # another standby was submitted in its place
                 return 0
     builder = SparkSession.builder.appName(spec.name)
     if secret := os.environ.get(AUTH_SECRET_ENV):  # the cluster's RPC secret, from the worker
@@ -153,7 +166,7 @@ def run(
         )
         try:
             module.build(ctx)
-            hot_standby.stand_by(ctx, behind, module.build)
+            hot_standby.stand_by(ctx, behind, module.build, settings)
         except hot_standby.Dismissed as exc:
             log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
             if not isinstance(exc, hot_standby.JvmGone):  # else nothing answers any more

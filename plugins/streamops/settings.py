@@ -6,6 +6,8 @@ and directory), with loopback defaults for the embedded local cluster.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import sys
 from pathlib import Path
@@ -75,6 +77,15 @@ class Settings(BaseModel):
     def to_env(self) -> dict[str, str]:
         """These settings as ``STREAMOPS_*`` variables (for a child process or Airflow task)."""
         return {var: str(getattr(self, field)) for field, var in _ENV.items()}
+
+    def to_b64(self) -> str:
+        """:meth:`to_env` as one argument (base64 JSON): how a hot job's driver, which may
+        submit its own standby, learns where the master is."""
+        return base64.urlsafe_b64encode(json.dumps(self.to_env()).encode()).decode()
+
+    @classmethod
+    def from_b64(cls, text: str) -> Settings:
+        return cls.from_env(json.loads(base64.urlsafe_b64decode(text)))
 
     @property
     def layout(self) -> StateLayout:

@@ -31,10 +31,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from spark_jobs.runtime import placement
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.warmup import warm_executors
+from streamops.cluster.client import MasterClient
+from streamops.exceptions import StreamopsError
+from streamops.settings import Settings
+from streamops.spec import JobSpec
 from streamops.state import lease
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
@@ -105,18 +110,74 @@ def wait_for_primary(
     raise Dismissed(f"no running driver of job {job} to stand behind within {timeout:.0f}s")
 
 
+def stays(
+    layout: StateLayout, spec: JobSpec, settings: Settings | None, submitted_as_standby: bool,
+    moves: int,
+) -> bool:  # fmt: skip
+    """Whether this standby (its primary running) stays; ``False`` once it submitted another
+    standby in its place, because it runs on the running driver's worker (a loss of that
+    node would take both) or because it is a relaunched driver, submitted without the spare
+    executor a standby keeps apart with (``spark_jobs/runtime/placement.py``). After
+    :data:`~spark_jobs.runtime.placement.MAX_MOVES` moves a standby stays where it is."""
+    if settings is None:  # submitted without them: it cannot submit, it stays
+        return True
+    from streamops.procedures.submit import submit_hot_standby  # only a moving driver needs it
+
+    client = MasterClient(settings)
+    primary = (read_json(layout.status_file(spec.name)) or {}).get("driver_id")
+    try:
+        where = placement.placement(client, str(primary), placement.own_driver_id())
+    except StreamopsError as exc:  # the master does not answer: stand by where it is
+        log.warning("job %s: where the standby runs is unknown (%s); it stays", spec.name, exc)
+        return True
+    if not submitted_as_standby:
+        reason = "a relaunched driver stands by without a spare executor"
+    elif where.beside:
+        reason = f"it runs on the running driver's worker {where.own_worker}"
+        if moves >= placement.MAX_MOVES:
+            log.warning("job %s: the hot standby runs on the running driver's worker %s after "
+                        "%d moves and stays there: a loss of that node takes both drivers",
+                        spec.name, where.own_worker, moves)  # fmt: skip
+            return True
+    else:
+        return True
+    new = submit_hot_standby(spec, settings, client, moves=moves + 1 if where.beside else 0)
+    log.warning("job %s: %s; standby %s submitted in its place, this driver exits",
+                spec.name, reason, new)  # fmt: skip
+    return False
+
+
 def stand_by(
-    ctx: JobContext, behind: lease.Lease, build: Callable[[JobContext], object]
+    ctx: JobContext, behind: lease.Lease, build: Callable[[JobContext], object],
+    settings: Settings | None = None,
 ) -> None:  # fmt: skip
     """With ``ctx``'s stages built: warm up, arm, announce, and watch the lease. Returns once
     this driver holds the lease (``ctx.lease``) because ``behind``'s holder died; raises
-    :class:`Dismissed` if it stopped cleanly or the job passed to another driver."""
+    :class:`Dismissed` if it stopped cleanly or the job passed to another driver.
+
+    With ``settings`` (the master's address) it keeps the executors the job needs apart from
+    the running driver's worker and releases the others (:func:`placement.release_beside`)."""
     started = time.monotonic()
     layout, job = ctx.layout, ctx.job
     spec = ctx.spec
-    executors = warm_executors(
-        ctx.spark, spec.resources.max_cores // spec.executor_cores, EXECUTOR_WAIT_S
+    needed = spec.resources.max_cores // spec.executor_cores
+    granted = int(ctx.spark.conf.get("spark.cores.max", str(spec.resources.max_cores)))
+    executors = placement.wait_for_executors(
+        ctx.spark, needed, granted // spec.executor_cores, EXECUTOR_WAIT_S
     )
+    executors = warm_executors(ctx.spark, executors, wait_s=0) if executors else 0
+    placed: dict[str, object] = {}
+    if settings is not None and executors:
+        client = MasterClient(settings)
+        primary = (read_json(layout.status_file(job)) or {}).get("driver_id")
+        try:
+            where = placement.placement(client, str(primary), placement.own_driver_id())
+            kept = placement.release_beside(ctx.spark, client, where.primary_worker, needed)
+            placed = {**kept, "beside_primary": where.beside}
+            executors = len(kept["kept"])
+        except Exception as exc:  # the master or a worker did not answer, a kill refused
+            log.warning("job %s: the standby's executors stay where the master put them: %s",
+                        job, short_error(exc))  # fmt: skip
     rehearsal = rehearse(ctx, build) if executors else None
     if ctx.gate is None:
         raise ValueError(f"job {job}: a hot standby's context needs a gate_file")
@@ -130,7 +191,7 @@ def stand_by(
         "worker_dir": str(Path.cwd().parent), "behind": behind.holder, "epoch": behind.epoch,
         "executors": executors, "rehearsal_failed": (rehearsal or {}).get("failed") or None,
         "armed_s": armed_s, "warm_up_s": round(time.monotonic() - started, 2),
-        "armed_at": time.time(),
+        "armed_at": time.time(), **placed,
     }  # fmt: skip
     path = layout.hot_standby_file(job)
     write_json_atomic(path, doc)

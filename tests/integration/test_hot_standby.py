@@ -1,12 +1,12 @@
 """A hot standby (``standby: hot``) on the session's cluster, with a third worker for it.
 
-fleet-pings with both simulators; its hot standby is armed on another worker than the
-running driver. Then, in sequence:
+fleet-pings with both simulators; its hot standby places itself apart from the running
+driver's worker (its driver and the executors it keeps) and arms. Then, in sequence:
 
 1. kill -9 of the node that hosts the running driver (worker, driver, executors) during a
    savepoint: the savepoint is kept whole or not at all, as its sender says; the standby
    takes the lease and its stages commit again; the dead driver, relaunched by the master,
-   is armed as the new standby;
+   submits a standby in its place, armed apart again;
 2. kill -9 of the standby's driver: the job runs on untouched and the standby is started
    again (it arms as in 1.);
 3. the oracle: the sinks equal the batch recomputation over every record both simulators
@@ -29,7 +29,6 @@ from support.integration import ClusterHandle, describe_job, wait_until
 
 from streamops.exceptions import StreamopsError
 from streamops.procedures.savepoint_taking import savepoint_job
-from streamops.procedures.submit import submit_hot_standby
 from streamops.state.layout import read_json
 
 pytestmark = pytest.mark.integration
@@ -52,23 +51,32 @@ def armed(cluster: ClusterHandle, since: float = 0.0) -> dict[str, Any] | None:
     return doc if driver and fresh and driver in drivers(cluster) else None
 
 
-def arm_apart(run: FleetRun, cluster: ClusterHandle, tries: int = 5) -> dict[str, Any]:
-    """Wait until the standby is armed on another worker than the running driver (the
-    master places drivers at random: a standby on the same worker is replaced)."""
+def app_executors_by_worker(cluster: ClusterHandle, app_id: str) -> dict[str, set[str]]:
+    """The executors of ``app_id`` that each live worker runs (its own ``/json/``)."""
+    client = cluster.registry.client
+    found: dict[str, set[str]] = {}
+    for worker in client.workers():
+        if worker.state == "ALIVE":
+            listed = client.worker_state(worker.webuiaddress).get("executors") or []
+            found[worker.id] = {str(e["id"]) for e in listed if e.get("appid") == app_id}
+    return found
+
+
+def arm_apart(cluster: ClusterHandle, since: float = 0.0) -> dict[str, Any]:
+    """Wait until the standby is armed, and check that it runs apart from the running
+    driver's worker, its driver and the executors it kept: a standby placed there submits
+    another in its place, and a standby releases its executors there."""
     registry = cluster.registry
-    for _ in range(tries):
-        doc = wait_until(lambda: armed(cluster), 240, "the hot standby to be armed",
-                         describe=lambda: describe_job(registry.view(JOB)))  # fmt: skip
-        assert isinstance(doc, dict)
-        placed = drivers(cluster)
-        primary = str(registry.view(JOB).driver_id)
-        if placed.get(doc["driver_id"]) != placed.get(primary):
-            return doc
-        placed_badly = str(doc["driver_id"])
-        registry.kill_driver(JOB, placed_badly)
-        wait_until(lambda d=placed_badly: d not in drivers(cluster), 60, "the standby to end")
-        submit_hot_standby(run.spec(standby="hot"), cluster.settings)
-    raise AssertionError(f"no standby armed apart from the driver in {tries} tries")
+    doc = wait_until(lambda: armed(cluster, since), 300, "the hot standby to be armed apart",
+                     describe=lambda: describe_job(registry.view(JOB)))  # fmt: skip
+    assert isinstance(doc, dict)
+    placed = drivers(cluster)
+    primary_worker = placed[str(registry.view(JOB).driver_id)]
+    assert placed[doc["driver_id"]] != primary_worker, (doc, placed)
+    assert doc["kept"] and not doc["beside_primary"], doc
+    on_primary = app_executors_by_worker(cluster, doc["app_id"]).get(primary_worker, set())
+    assert not on_primary & set(doc["kept"]), (doc, on_primary)
+    return doc
 
 
 class Saving:
@@ -116,7 +124,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
     try:
         with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=1_000_000) as run:
             run.submit(run.spec(standby="hot"))
-            standby = arm_apart(run, cluster)
+            standby = arm_apart(cluster)
             primary = str(registry.view(JOB).driver_id)
             assert registry.view(JOB).standby == f"{standby['driver_id']} armed"
 
@@ -132,11 +140,8 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
             assert status["driver_id"] == standby["driver_id"], describe()
             assert status["took_over_from"] == primary
             saving.check_whole_or_nothing()
-            rearmed = wait_until(
-                lambda: armed(cluster, since=killed_at), 240,
-                "the relaunched driver to stand by", describe=describe,
-            )  # fmt: skip
-            assert isinstance(rearmed, dict)
+            rearmed = arm_apart(cluster, since=killed_at)  # the relaunched driver, or the
+            # standby it submitted in its place (it has no spare executor)
             print(f"hot standby: a new standby armed {time.time() - killed_at:.1f}s after it")
 
             # 2. the standby itself dies: the job runs on; its worker starts it again

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,8 @@ def build_submission(
         "spark.pyspark.driver.python": settings.python,
         **spec.conf,
     }
+    # a hot job's driver may submit its standby itself (spark_jobs/runtime/placement.py)
+    hot = ("--settings-b64", settings.to_b64()) if spec.standby == "hot" else ()
     app_args = (
         str(driver_script()),
         "",  # PythonRunner's second argument: extra py-files (none; the code is installed)
@@ -110,6 +112,7 @@ def build_submission(
         encode_spec(spec),
         "--state-root",
         str(settings.state_root),
+        *hot,
         *extra_args,
     )
     jar = ensure_launcher_jar(settings.layout)
@@ -153,17 +156,31 @@ def submit_job(
 
 
 def submit_hot_standby(
-    spec: JobSpec, settings: Settings, client: MasterClient | None = None
+    spec: JobSpec, settings: Settings, client: MasterClient | None = None, *, moves: int = 0
 ) -> str:
     """Submit the hot standby of ``spec`` (``standby: hot``): a second supervised driver of
     the same version that waits for the running one, arms its stages and takes the job over
-    when that driver dies (``spark_jobs/runtime/hot_standby.py``). Its driver id."""
+    when that driver dies (``spark_jobs/runtime/hot_standby.py``). Its driver id.
+
+    It asks for one executor more than the job runs on: it keeps those apart from the running
+    driver's worker and releases the others (``spark_jobs/runtime/placement.py``); ``moves``:
+    how many standbys before it found themselves on the running driver's worker."""
     install = check_spark_install()
     client = client or MasterClient(settings)
-    submission = build_submission(spec, settings, extra_args=("--hot-standby",))
+    submission = hot_standby_submission(spec, settings, moves)
     driver_id = client.create_submission(submission.rest_body(install.version))
     record_submission(settings, spec, driver_id, hot_standby=True)
     return driver_id
+
+
+def hot_standby_submission(spec: JobSpec, settings: Settings, moves: int = 0) -> Submission:
+    """The submission of ``spec``'s hot standby: ``--hot-standby``, and one spare executor."""
+    args = ("--hot-standby", "--standby-moves", str(moves))
+    submission = build_submission(spec, settings, extra_args=args)
+    spare = str(spec.resources.max_cores + spec.executor_cores)
+    return replace(
+        submission, spark_properties={**submission.spark_properties, "spark.cores.max": spare}
+    )
 
 
 def ensure_not_running(registry: JobRegistry, job: str, *, replacing: str | None = None) -> None:

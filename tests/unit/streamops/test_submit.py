@@ -16,6 +16,7 @@ from streamops.procedures.submit import (
     Submission,
     build_submission,
     driver_script,
+    hot_standby_submission,
 )
 from streamops.settings import Settings
 from streamops.spec import JobSpec, decode_spec, spec_from_dict
@@ -139,3 +140,18 @@ def test_submission_is_frozen(spec: JobSpec, settings: Settings) -> None:
     assert isinstance(sub, Submission)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sub.job = "other"  # type: ignore[misc]
+
+
+def test_a_hot_jobs_drivers_carry_the_settings_and_its_standby_a_spare_executor(
+    spec: JobSpec, settings: Settings
+) -> None:
+    assert "--settings-b64" not in build_submission(spec, settings).app_args
+    hot = spec.model_copy(update={"standby": "hot"})
+    primary = build_submission(hot, settings)
+    args = list(primary.app_args)
+    assert Settings.from_b64(args[args.index("--settings-b64") + 1]) == settings
+    assert primary.spark_properties["spark.cores.max"] == "6"
+    standby = hot_standby_submission(hot, settings, moves=2)
+    assert standby.spark_properties["spark.cores.max"] == "7"  # one executor of one core more
+    assert standby.app_args[-3:] == ("--hot-standby", "--standby-moves", "2")
+    assert decode_spec(standby.app_args[3]) == hot  # the job's spec itself is unchanged
