@@ -162,7 +162,11 @@ class JobRegistry:
             return None
         armed = doc.get("driver_id") if doc.get("armed_at") else None
         chosen = armed if armed in ids else sorted(ids)[-1]
-        return f"{chosen} {'armed' if chosen == armed else 'starting'}"
+        if chosen != armed:
+            return f"{chosen} starting"
+        if doc.get("beside_primary"):  # it stayed after its moves: that node's loss takes both
+            return f"{chosen} armed on the driver's worker"
+        return f"{chosen} armed"
 
     def standby_drivers(
         self, name: str, submitted: list[dict[str, Any]] | None = None,

@@ -343,6 +343,10 @@ def test_a_hot_standby_is_shown_and_never_taken_for_the_job_s_driver(reg: Regist
                       {"driver_id": "driver-3", "armed_at": 1.0})  # fmt: skip
     view = reg.view(active=[driver("driver-2"), driver("driver-3")], apps=[app(), app()])
     assert (view.driver_id, view.standby) == ("driver-2", "driver-3 armed")
+    beside = {"driver_id": "driver-3", "armed_at": 1.0, "beside_primary": True}
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB), beside)
+    view = reg.view(active=[driver("driver-2"), driver("driver-3")], apps=[app(), app()])
+    assert view.standby == "driver-3 armed on the driver's worker"
     view = reg.view(active=[driver("driver-2")], apps=[app()])
     assert view.standby is None
 
