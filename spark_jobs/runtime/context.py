@@ -29,6 +29,7 @@ from spark_jobs.runtime.errors import JobFailed, short_error
 from spark_jobs.runtime.fencing import LeaseFence
 from spark_jobs.runtime.gate import WarmGate
 from spark_jobs.runtime.protocols import BatchSink, Stage
+from spark_jobs.runtime.source_lookup import skip_installed_source_lookup
 from spark_jobs.runtime.status import StatusBoard
 from streamops.names import check_name
 from streamops.spec import JobSpec, ProcessingGuarantee
@@ -55,6 +56,7 @@ class JobContext:
         rehearsal: bool = False,
     ) -> None:
         self.spark = spark
+        skip_installed_source_lookup(spark)  # before the build registers the job's sources
         self.rehearsal = rehearsal
         self.spec = spec
         self.layout = layout

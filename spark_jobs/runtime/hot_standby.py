@@ -110,6 +110,27 @@ def wait_for_primary(
     raise Dismissed(f"no running driver of job {job} to stand behind within {timeout:.0f}s")
 
 
+def move_reason(
+    client: MasterClient, spec: JobSpec, where: placement.Placement, submitted_as_standby: bool,
+    moves: int,
+) -> str | None:  # fmt: skip
+    """Why this standby should give its place to another, or ``None`` (it stays)."""
+    if not submitted_as_standby:
+        return "a relaunched driver stands by without a spare executor"
+    if not where.beside:
+        return None
+    cores = spec.resources.driver_cores
+    why = (f"after {moves} moves" if moves >= placement.MAX_MOVES
+           else None if placement.room_elsewhere(client, where.own_worker, cores)
+           else f"no other worker has {cores} core(s) free")  # fmt: skip
+    if why:
+        log.warning("job %s: the hot standby stays on the running driver's worker %s (%s): "
+                    "a loss of that node takes both drivers", spec.name, where.own_worker,
+                    why)  # fmt: skip
+        return None
+    return f"it runs on the running driver's worker {where.own_worker}"
+
+
 def stays(
     layout: StateLayout, spec: JobSpec, settings: Settings | None, submitted_as_standby: bool,
     moves: int,
@@ -127,21 +148,13 @@ def stays(
     primary = (read_json(layout.status_file(spec.name)) or {}).get("driver_id")
     try:
         where = placement.placement(client, str(primary), placement.own_driver_id())
-    except StreamopsError as exc:  # the master does not answer: stand by where it is
-        log.warning("job %s: where the standby runs is unknown (%s); it stays", spec.name, exc)
-        return True
-    if not submitted_as_standby:
-        reason = "a relaunched driver stands by without a spare executor"
-    elif where.beside:
-        reason = f"it runs on the running driver's worker {where.own_worker}"
-        if moves >= placement.MAX_MOVES:
-            log.warning("job %s: the hot standby runs on the running driver's worker %s after "
-                        "%d moves and stays there: a loss of that node takes both drivers",
-                        spec.name, where.own_worker, moves)  # fmt: skip
+        reason = move_reason(client, spec, where, submitted_as_standby, moves)
+        if reason is None:
             return True
-    else:
+        new = submit_hot_standby(spec, settings, client, moves=moves + 1 if where.beside else 0)
+    except StreamopsError as exc:  # the master does not answer: stand by where it is
+        log.warning("job %s: the standby stays where it is: %s", spec.name, exc)
         return True
-    new = submit_hot_standby(spec, settings, client, moves=moves + 1 if where.beside else 0)
     log.warning("job %s: %s; standby %s submitted in its place, this driver exits",
                 spec.name, reason, new)  # fmt: skip
     return False

@@ -56,6 +56,14 @@ def placement(client: MasterClient, primary_driver: str, own_driver: str) -> Pla
     return Placement(drivers.get(primary_driver), drivers.get(own_driver))
 
 
+def room_elsewhere(client: MasterClient, worker_id: str | None, cores: int) -> bool:
+    """Whether a live worker other than ``worker_id`` has ``cores`` free (for a driver)."""
+    return any(
+        w.state == "ALIVE" and w.id != worker_id and w.cores - w.coresused >= cores
+        for w in client.workers()
+    )
+
+
 def kill_executors(spark: SparkSession, ids: list[str]) -> None:
     """Kill ``ids`` and lower this application's executor target by as many (standalone: the
     master replaces none of them)."""
