@@ -145,9 +145,8 @@ def stays(
     from streamops.procedures.submit import submit_hot_standby  # only a moving driver needs it
 
     client = MasterClient(settings)
-    primary = (read_json(layout.status_file(spec.name)) or {}).get("driver_id")
     try:
-        where = placement.placement(client, str(primary), placement.own_driver_id())
+        where = placement.locate(client, layout, spec.name)
         reason = move_reason(client, spec, where, submitted_as_standby, moves)
         if reason is None:
             return True
@@ -178,19 +177,18 @@ def stand_by(
     executors = placement.wait_for_executors(
         ctx.spark, needed, granted // spec.executor_cores, EXECUTOR_WAIT_S
     )
-    executors = warm_executors(ctx.spark, executors, wait_s=0) if executors else 0
     placed: dict[str, object] = {}
-    if settings is not None and executors:
+    if settings is not None and executors:  # released before the warm-up: only kept ones warm
         client = MasterClient(settings)
-        primary = (read_json(layout.status_file(job)) or {}).get("driver_id")
         try:
-            where = placement.placement(client, str(primary), placement.own_driver_id())
+            where = placement.locate(client, layout, job)
             kept = placement.release_beside(ctx.spark, client, where.primary_worker, needed)
             placed = {**kept, "beside_primary": where.beside}
             executors = len(kept["kept"])
         except Exception as exc:  # the master or a worker did not answer, a kill refused
             log.warning("job %s: the standby's executors stay where the master put them: %s",
                         job, short_error(exc))  # fmt: skip
+    executors = warm_executors(ctx.spark, executors, wait_s=0) if executors else 0
     rehearsal = rehearse(ctx, build) if executors else None
     if ctx.gate is None:
         raise ValueError(f"job {job}: a hot standby's context needs a gate_file")

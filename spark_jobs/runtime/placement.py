@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.runtime.warmup import executor_count
 from streamops.cluster.client import MasterClient
+from streamops.state.layout import StateLayout, read_json
 
 log = logging.getLogger("spark_jobs.placement")
 
@@ -55,6 +56,12 @@ class Placement:
 def placement(client: MasterClient, primary_driver: str, own_driver: str) -> Placement:
     drivers = {d.id: d.worker for d in client.active_drivers()}
     return Placement(drivers.get(primary_driver), drivers.get(own_driver))
+
+
+def locate(client: MasterClient, layout: StateLayout, job: str) -> Placement:
+    """Where the job's running driver (its status's) and this driver run."""
+    primary = (read_json(layout.status_file(job)) or {}).get("driver_id")
+    return placement(client, str(primary), own_driver_id())
 
 
 def room_elsewhere(client: MasterClient, worker_id: str | None, cores: int) -> bool:
