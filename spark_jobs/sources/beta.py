@@ -6,9 +6,11 @@ sequence <= N has been read. A batch ``(start, end]`` is split into partitions o
 ``partition_size`` records; each partition re-reads exactly its range from
 ``GET /pings?since=&limit=``, so a failed batch is re-read identically.
 
-The source does not look inside a record: it yields ``(sequence, raw)`` and the job parses
-``raw`` (fleet pings in :mod:`spark_jobs.pings`, trades of the trades producer, which is this
-same server with another record generator, in :mod:`spark_jobs.trade_analyser`).
+The source does not judge a record: it yields ``(sequence, raw)`` and the job parses ``raw``
+(fleet pings in :mod:`spark_jobs.pings`, with quarantine of what is malformed), or, given the
+option ``fields``, ``sequence`` and those typed fields, parsed in the partition's task (the
+trades of the trades producer, which is this same server with another record generator, in
+:mod:`spark_jobs.trade_analyser`).
 
 Nothing is ever skipped silently. A server that serves another stream (it was reset or
 replaced), whose head is below the committed offset, or that no longer holds the records
@@ -29,9 +31,11 @@ waits for the head), ``read_patience`` (seconds, default 120), ``on_source_reset
 (``fail``, the default, or ``restart_from_earliest``), ``state_dir`` (where the source's state
 is written), ``spool_dir`` (with it, a batch is admitted only once its records were fetched
 into the spool, from which its partitions read: :mod:`spark_jobs.sources.spool`),
-``fetch_timeout`` (seconds, default 5), ``source_id`` (stored in every offset, default
-``beta:<url>``), ``pause_file`` (while it exists, nothing new is admitted: the query drains to
-a batch boundary and idles), ``gate_file`` and ``rehearsal`` (see ``positions``).
+``fetch_timeout`` (seconds, default 5), ``fields`` (typed JSON fields the partitions parse and
+yield instead of ``raw``: :mod:`spark_jobs.sources.json_fields`), ``source_id`` (stored in
+every offset, default ``beta:<url>``), ``pause_file`` (while it exists, nothing new is
+admitted: the query drains to a batch boundary and idles), ``gate_file`` and ``rehearsal``
+(see ``positions``).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from spark_jobs.sources.json_fields import Fields
 from spark_jobs.sources.positions import (
     REHEARSAL_RECORDS,
     recorded_start,
@@ -213,6 +218,7 @@ class BetaStreamReader(DataSourceStreamReader):
         self.state = SourceState(self.source_id, options.get("state_dir") or None)
         self.spool_dir = options.get("spool_dir") or None
         self.fetch_timeout = float(options.get("fetch_timeout", min(self.timeout, 5.0)))
+        self.fields = Fields.parse(options["fields"]) if options.get("fields") else None
         self._initial: dict[str, Any] | None = None
 
     def _offset(self, sequence: int, stream: str | None, **extra: Any) -> dict:
@@ -348,21 +354,28 @@ class BetaStreamReader(DataSourceStreamReader):
             for a in range(lo, hi, self.partition_size)
         ]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's ``(sequence, raw)`` rows, from the spool or else the server; with
+        the option ``fields``, as one Arrow batch of the parsed fields."""
         assert isinstance(partition, BetaRange)
+        rows: Iterator[tuple[int, str]] | list[tuple[int, str]] | None = None
         if self.spool_dir and partition.stream:
             rows = Spool(self.spool_dir, partition.stream).read(partition.since, partition.until)
-            if rows is not None:
-                yield from rows
-                return
-        yield from fetch_range(
-            self.url,
-            partition.since,
-            partition.until,
-            self.timeout,
-            stream=partition.stream,
-            patience=self.read_patience,
-        )
+        if rows is None:
+            rows = fetch_range(
+                self.url,
+                partition.since,
+                partition.until,
+                self.timeout,
+                stream=partition.stream,
+                patience=self.read_patience,
+            )
+        if self.fields is None:
+            yield from rows
+        else:
+            records = list(rows)
+            if records:
+                yield self.fields.batch(records)
 
     def commit(self, end: dict) -> None:
         """Prune the spool up to ``end`` (the server keeps a bounded history on its own)."""
@@ -378,7 +391,8 @@ class BetaDataSource(DataSource):
         return "fleet_beta"
 
     def schema(self) -> StructType:
-        return BETA_SCHEMA
+        fields = self.options.get("fields")
+        return Fields.parse(fields).schema() if fields else BETA_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return BetaStreamReader(dict(self.options))

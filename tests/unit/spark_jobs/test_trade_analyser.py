@@ -73,7 +73,10 @@ def test_windows_equal_the_oracle_with_late_trades(
     history, url = server
     store_url = f"sqlite:///{tmp_path / 'trades.db'}"
     spark.dataSource.register(ta.BetaDataSource)
-    raw = spark.readStream.format("fleet_beta").option("url", url).option("start_sequence", "0")
+    raw = (
+        spark.readStream.format("fleet_beta").option("url", url).option("start_sequence", "0")
+        .option("fields", ta.TRADE_FIELDS)
+    )
     frame = ta.windowed(ta.parse_trades(raw.load()), series, f"{LAG_MS // 1000} seconds")
     query = (
         frame.writeStream.outputMode("update")
