@@ -114,6 +114,20 @@ trade_series = Table(
 (``avg-1s``, ``avg-1m``, ``vol-1s``), ``value`` is its average price or summed quantity over
 ``[window_start_ms, window_end_ms)`` (epoch milliseconds: an exact key, no float)."""
 
+trade_frames = Table(
+    "trade_frames",
+    metadata,
+    Column("series", String(32), primary_key=True),
+    Column("symbol", String(16), primary_key=True),
+    Column("frame_end_ms", BigInteger, primary_key=True),
+    Column("value_sum", Float, nullable=False),
+    Column("trades", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""The frames of a sliding series computed by frames (:mod:`spark_jobs.sliding_frames`): the
+sum of the measure and the trade count per symbol over ``[frame_end_ms - slide,
+frame_end_ms)``."""
+
 quarantine = Table(
     "quarantine",
     metadata,
@@ -311,6 +325,11 @@ def upsert_trips(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
 def upsert_series(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
     """Replace the running value of each ``(series, symbol, window_end_ms)`` window."""
     return _replace_keyed(engine, trade_series, ("series", "symbol", "window_end_ms"), rows)
+
+
+def upsert_frames(engine: Engine, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Replace the running sums of each ``(series, symbol, frame_end_ms)`` frame."""
+    return _replace_keyed(engine, trade_frames, ("series", "symbol", "frame_end_ms"), rows)
 
 
 def insert_quarantine(engine: Engine, rows: Iterable[Mapping[str, Any]], job: str) -> int:

@@ -28,15 +28,14 @@ import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster, discard, pct
+from harness import bench_cluster, discard, fleet_spec, pct
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
 from streamops.procedures.submit import submit_job
-from streamops.settings import PROJECT_ROOT, Settings
+from streamops.settings import Settings
 from streamops.sim.trades import TradeSimulator
-from streamops.spec import load_spec
 
 STAGES = ("avg-1s", "avg-1m", "vol-1s")
 
@@ -56,12 +55,9 @@ def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespa
     registry = JobRegistry(settings)
     try:
         producer.start()
-        base = load_spec(PROJECT_ROOT / "config" / "jobs" / "trade-analyser-v2.yaml")
-        spec = base.model_copy(update={
-            "name": job, "trigger_interval": args.trigger,
-            "args": {**base.args, "trades_url": producer.url, "store_url": url,
-                     **({"max_records_per_batch": args.max_records} if args.max_records else {})},
-        })  # fmt: skip
+        data = {"trades_url": producer.url, "store_url": url,
+                **({"max_records_per_batch": args.max_records} if args.max_records else {})}
+        spec = fleet_spec(args.spec, job, args.trigger, data, args.conf_map)
         submit_job(spec, settings, wait_healthy=600)
         time.sleep(args.warmup)
         t0, emitted0, cpu0 = time.time(), producer.emitted, cpu_times()
@@ -84,8 +80,9 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
     span = t1 - t0
     print(f"\ntrade analyser v2 at {rate:.0f} trades/s ({span:.0f} s window, 2 workers)")
     print(f"  offered          {offered / span:10.0f} trades/s; machine CPU {cpu:.0%}")
+    stages = [s for s in STAGES if any(h["stage"] == s for h in history)]
     processed = []
-    for stage in STAGES:
+    for stage in stages:
         rows = [h for h in window if h["stage"] == stage]
         n = sum(h.get("num_input_rows") or 0 for h in rows)
         durs = [h["batch_duration_ms"] / 1000 for h in rows if h.get("batch_duration_ms")]
@@ -93,7 +90,7 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
         print(f"  {stage:8} {n / span:10.0f} trades/s processed, {len(rows)} batches, "
               f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s")  # fmt: skip
     committed = []
-    for stage in STAGES:
+    for stage in stages:
         last = [h for h in history if h["stage"] == stage][-1:]
         seqs = [s["end_offset"].get("sequence") for h in last for s in h["sources"]
                 if "sequence" in (s.get("end_offset") or {})]  # fmt: skip
@@ -104,7 +101,7 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
     with store.engine_for(url).connect() as conn:
         rows = conn.execute(select(t.c.series, t.c.window_end_ms, t.c.updated_at)).all()
     out = {"rate": rate, "kept_up": min(processed) >= 0.95 * offered / span, "cpu": cpu}
-    for series in STAGES:
+    for series in stages:
         lat = [upd - end / 1000 for s, end, upd in rows
                if s == series and t0 <= end / 1000 <= t1]  # fmt: skip
         if lat:
@@ -123,7 +120,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=20, help="seconds before measuring")
     ap.add_argument("--trigger", default="1 second")
     ap.add_argument("--max-records", type=int, help="trades per batch (default: the spec's)")
+    ap.add_argument("--spec", default="trade-analyser-v2.yaml", help="a file of config/jobs/")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark property of the job (repeatable; an empty value drops it)")
     args = ap.parse_args()
+    args.conf_map = dict(c.split("=", 1) for c in args.conf)
     logging.basicConfig(level=logging.WARNING)
 
     root, settings, cluster = bench_cluster("bench-trades-", "3g")

@@ -239,6 +239,7 @@ def trade_windows(
     slide_ms: int,
     measure: str = "avg_price",
     lag_ms: int | None = None,
+    by_frames: bool = False,
 ) -> TradeWindows:
     """A trade analyser series recomputed in batch: windows ``[start, start + size_ms)`` with
     ``start`` a multiple of ``slide_ms`` (tumbling when equal), keyed ``(series, symbol,
@@ -247,7 +248,10 @@ def trade_windows(
     With ``lag_ms``, Spark's watermark as the batches would see it: 0 in the first batch, then
     the greatest event time of the batches so far minus the lag; a trade's contribution to a
     window that ended at or before it is dropped (the window was closed), to a window still
-    open applied. Without, nothing is late (one batch of everything: the producer's order)."""
+    open applied. Without, nothing is late (one batch of everything: the producer's order).
+    ``by_frames`` (a series computed from its frames, :mod:`spark_jobs.sliding_frames`): a
+    trade is late when its frame (``slide_ms`` long) ended at or before the watermark, and is
+    then dropped from every window."""
     acc: dict[tuple[str, str, int], list[float]] = defaultdict(list)
     dropped: set[tuple[int, str, int]] = set()
     watermark = 0
@@ -257,6 +261,9 @@ def trade_windows(
             at = t.time_ms
             newest = at if newest is None else max(newest, at)
             start = at - at % slide_ms
+            if by_frames and lag_ms is not None and start + slide_ms <= watermark:
+                dropped.add((number, t.symbol, start + slide_ms))
+                continue
             while start > at - size_ms:
                 end = start + size_ms
                 if lag_ms is not None and end <= watermark:

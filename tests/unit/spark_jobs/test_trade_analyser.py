@@ -2,10 +2,10 @@
 
 The job's own code end to end: fleetsim-beta's server (:class:`PingHistory` + the FastAPI app)
 serves known trades, the ``fleet_beta`` source reads them, :func:`parse_trades` and
-:func:`windowed` aggregate them, :func:`series_writer` upserts into a temp SQLite store and the
-runtime's :class:`StatusBoard` counts the late rows. Two batches: the second carries trades
-behind the watermark (dropped for the closed windows, counted), within it (applied) and a
-trade whose windows are partly closed.
+:func:`windowed` (or :func:`frames`, ``avg-1m``) aggregate them, their sinks upsert into a temp
+SQLite store and the runtime's :class:`StatusBoard` counts the late rows. Two batches: the
+second carries trades behind the watermark (dropped for the closed windows, counted), within
+it (applied) and a trade whose windows are partly closed.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.describe import describe_job_stages
 from spark_jobs.runtime.status import StatusBoard
 from spark_jobs.sinks import store
+from spark_jobs.sliding_frames import frames, frames_writer
 from streamops.planner import StageAction, UpgradePlan
 from streamops.sim.beta import PingHistory
 from streamops.sim.market import Market, Trade
@@ -66,7 +67,7 @@ def server(serve_history: Any) -> Iterator[tuple[PingHistory, str]]:
         yield served
 
 
-@pytest.mark.parametrize("series", [ta.AVG_1S, ta.VOL_1S], ids=lambda s: s.name)
+@pytest.mark.parametrize("series", [ta.AVG_1S, ta.VOL_1S, ta.AVG_1M], ids=lambda s: s.name)
 def test_windows_equal_the_oracle_with_late_trades(
     spark: SparkSession, server: tuple[PingHistory, str], tmp_path: Path, series: ta.Series
 ) -> None:
@@ -77,10 +78,14 @@ def test_windows_equal_the_oracle_with_late_trades(
         spark.readStream.format("fleet_beta").option("url", url).option("start_sequence", "0")
         .option("fields", ta.TRADE_FIELDS)
     )
-    frame = ta.windowed(ta.parse_trades(raw.load()), series, f"{LAG_MS // 1000} seconds")
+    trades, lag = ta.parse_trades(raw.load()), f"{LAG_MS // 1000} seconds"
+    if series.by_frames:
+        frame, sink = frames(trades, series, lag), frames_writer(series, store_url)
+    else:
+        frame, sink = ta.windowed(trades, series, lag), ta.series_writer(store_url)
     query = (
         frame.writeStream.outputMode("update")
-        .foreachBatch(ta.series_writer(store_url))
+        .foreachBatch(sink)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .queryName(series.name)
         .start()
@@ -99,7 +104,7 @@ def test_windows_equal_the_oracle_with_late_trades(
 
     expected = trade_windows(
         batches, series=series.name, size_ms=series.size_ms, slide_ms=series.slide_ms,
-        measure=series.measure, lag_ms=LAG_MS,
+        measure=series.measure, lag_ms=LAG_MS, by_frames=series.by_frames,
     )  # fmt: skip
     rows = store.read_table(store.engine_for(store_url), store.trade_series)
     result = compare_series(expected.windows, rows)
