@@ -11,6 +11,8 @@ warm-up; stops everything. Not part of the test suite. Prints:
 - batch durations p50/p99 per stage.
 
     .venv/bin/python tests/perf/bench_fleet_ingest.py --rate 20000 --seconds 60
+
+``--conf key=value`` (repeatable) sets a Spark property of the job, to compare settings.
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ def main() -> None:
     ap.add_argument("--trigger", default="1 second")
     ap.add_argument("--max-records", type=int, default=200000, help="beta records per batch")
     ap.add_argument("--store-url", help="default: SQLite in the temporary state root")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark property of the job (repeatable; an empty value drops it)")
     args = ap.parse_args()
+    conf = dict(c.split("=", 1) for c in args.conf)
     logging.basicConfig(level=logging.WARNING)
 
     root, settings, cluster = bench_cluster("bench-fleet-", "3g")
@@ -71,7 +76,7 @@ def main() -> None:
         beta.start()
         data = {"alpha_dir": str(root / "alpha"), "beta_url": beta.url, "store_url": url,
                 "beta_max_records_per_batch": args.max_records}  # fmt: skip
-        spec = fleet_spec("fleet-pings.yaml", "fleet-bench", args.trigger, data)
+        spec = fleet_spec("fleet-pings.yaml", "fleet-bench", args.trigger, data, conf)
         submit_job(spec, settings, wait_healthy=600)
         alpha.start()
         time.sleep(args.warmup)
