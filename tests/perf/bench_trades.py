@@ -58,6 +58,7 @@ def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespa
         data = {"trades_url": producer.url, "store_url": url,
                 **({"max_records_per_batch": args.max_records} if args.max_records else {})}
         spec = fleet_spec(args.spec, job, args.trigger, data, args.conf_map)
+        print(f"{job}: {args.spec}, trigger {spec.trigger_interval}", flush=True)
         submit_job(spec, settings, wait_healthy=600)
         time.sleep(args.warmup)
         t0, emitted0, cpu0 = time.time(), producer.emitted, cpu_times()
@@ -118,7 +119,7 @@ def main() -> None:
     ap.add_argument("--rates", default="10000", help="trades/s, comma-separated, run in turn")
     ap.add_argument("--seconds", type=float, default=60, help="measurement window")
     ap.add_argument("--warmup", type=float, default=20, help="seconds before measuring")
-    ap.add_argument("--trigger", default="1 second")
+    ap.add_argument("--trigger", help="the job's trigger interval (default: the spec's)")
     ap.add_argument("--max-records", type=int, help="trades per batch (default: the spec's)")
     ap.add_argument("--spec", default="trade-analyser-v2.yaml", help="a file of config/jobs/")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",

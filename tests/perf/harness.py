@@ -115,12 +115,17 @@ def discard(root: Path, keep: bool = False) -> None:
 
 
 def fleet_spec(
-    file: str, job: str, trigger: str, data: dict[str, object], conf: dict[str, str] | None = None
+    file: str,
+    job: str,
+    trigger: str | None,
+    data: dict[str, object],
+    conf: dict[str, str] | None = None,
 ) -> JobSpec:
-    """A spec of ``config/jobs/<file>`` renamed ``job``, with ``trigger``, its args updated with
-    ``data`` (where the simulators and the store are) and its conf with ``conf`` (an empty
-    value drops a key)."""
+    """A spec of ``config/jobs/<file>`` renamed ``job``, with ``trigger`` (None: the spec's),
+    its args updated with ``data`` (where the simulators and the store are) and its conf with
+    ``conf`` (an empty value drops a key)."""
     spec = load_spec(PROJECT_ROOT / "config" / "jobs" / file)
     merged = {k: v for k, v in {**spec.conf, **(conf or {})}.items() if v != ""}
-    return spec.model_copy(update={"name": job, "trigger_interval": trigger,
-                                   "args": {**spec.args, **data}, "conf": merged})  # fmt: skip
+    update = {"name": job, "trigger_interval": trigger or spec.trigger_interval,
+              "args": {**spec.args, **data}, "conf": merged}  # fmt: skip
+    return spec.model_copy(update=update)
