@@ -8,10 +8,10 @@ code, so a savepoint of v1 restores its state, and adds ``avg-1m`` and ``vol-1s`
 
 Input: the ``fleet_beta`` source (the producer is fleetsim-beta's server, :mod:`streamops.sim.
 trades`) with its ``fields`` option: the source's tasks parse each trade's JSON into typed
-columns, checked here. Event times are rounded to
-whole milliseconds before windowing, as the oracle does, so no float rounding decides which
-window a trade on a boundary belongs to. Rows the producer never sends (unparsable, no symbol,
-price or quantity <= 0) are dropped, not quarantined.
+columns, checked here. Event times are rounded to whole milliseconds before windowing, as the
+oracle does, so no float rounding decides which window a trade on a boundary belongs to.
+Rows the producer never sends (unparsable, no symbol, price or quantity <= 0) are dropped,
+not quarantined.
 
 Trades later than the watermark (``watermark`` arg, default "2 seconds": the producer's
 clock never goes back, the lag only absorbs batching and an upgrade's replay) are dropped for
