@@ -17,7 +17,8 @@ Trades later than the watermark (``watermark`` arg, default "2 seconds": the pro
 clock never goes back, the lag only absorbs batching and an upgrade's replay) are dropped for
 the windows already closed and counted per stage by the runtime (``late_rows`` in the job
 status, from Spark's ``numRowsDroppedByWatermark``); a late trade whose window is still open is
-applied.
+applied. ``avg-1m`` is computed from 1-second frames (:mod:`spark_jobs.sliding_frames`): there
+a trade is dropped from all its windows once its frame has closed.
 
 Args (job spec): ``trades_url`` (…/pings of the producer), ``store_url``, ``watermark``,
 ``max_records_per_batch`` (default 50000: 5 s of trades at 10k/s).
