@@ -17,7 +17,7 @@ closed before a savepoint are still in the store after a restore or a restart, s
 spanning it are complete. Late trades: a trade whose frame has closed (frame end at or before
 the watermark) is dropped from every window and counted in ``late_rows``; Spark's sliding
 window would still have added it to the windows open (:func:`streamops.sim.oracle.
-trade_windows` with ``frame_ms`` says the same).
+trade_windows` with ``by_frames`` says the same).
 """
 
 from __future__ import annotations

@@ -94,10 +94,10 @@ class Fields:
                 raise ValueError("a record spans lines")
             columns = [table.column(name).combine_chunks() for name, _ in self.pairs]
         except (pa.ArrowInvalid, ValueError):  # a record not as declared: one at a time
-            columns = self._slow_columns(rows)
+            columns = self._slow_columns(rows, arrow)
         return pa.RecordBatch.from_arrays([seqs, *columns], schema=arrow)
 
-    def _slow_columns(self, rows: Sequence[tuple[int, str]]) -> list[Any]:
+    def _slow_columns(self, rows: Sequence[tuple[int, str]], arrow: Any) -> list[Any]:
         import pyarrow as pa
 
         values: list[list[Any]] = [[] for _ in self.pairs]
@@ -112,7 +112,6 @@ class Fields:
                 value = obj.get(name)
                 ok = isinstance(value, _PY[kind]) and (kind == "boolean") == isinstance(value, bool)
                 column.append(value if ok else None)
-        arrow = _arrow_schema(self)
         return [pa.array(v, arrow.field(i + 1).type) for i, v in enumerate(values)]
 
 
