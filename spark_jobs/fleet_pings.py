@@ -58,6 +58,7 @@ def ping_stream(ctx: JobContext) -> DataFrame:
         spark.readStream.format("fleet_beta")
         .options(**ctx.source_options("fleetsim-beta"))
         .option("url", str(args["beta_url"]))
+        .options(**pings.BETA_OPTIONS)
         .option("max_records_per_batch", str(args.get("beta_max_records_per_batch", 50000)))
         .load()
     )

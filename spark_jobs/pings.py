@@ -1,9 +1,16 @@
 """Pings: parsing the raw records of both sources and validating them, in Spark expressions.
 
-Both sources are parsed into the same string columns, then validated in one place. A row
+Both sources are parsed into the same typed columns, then validated in one place. A row
 that fails gets a ``reason`` (the first rule it breaks) and goes to quarantine with its raw
 input; a valid row has ``reason`` null. Casts are ``try_cast`` so a bad field never fails
 a batch (Spark 4 runs with ANSI mode on).
+
+Beta's records are parsed in the source's tasks (:data:`BETA_FIELDS`, the source's options
+``fields`` and ``keep_raw``): a record whose fields all have their JSON types comes typed
+(``typed`` true) and is taken as it is; only the others are parsed here from ``raw``, each
+field as text then ``try_cast``, so that ``"speed": "12.5"`` counts as it always has. The
+source-side parse took beta's share of a batch from about 25 to a few microseconds of
+executor CPU per record and stage (``docs/performance.md``).
 
 The expressions are SQL text (``selectExpr``): each operation on a ``Column`` is a call into
 the driver's JVM, and built from Columns, parsing and validating one stage's sources took
@@ -34,25 +41,42 @@ def _text(value: str) -> str:
 
 _EMPTY_CODES = "CAST(array() AS ARRAY<STRING>)"
 _BETA_DDL = ", ".join(f"{_q(f)} STRING" for f in FIELDS)
+_NUMBERS = ("time", "latitude", "longitude", "speed", "heading")
+
+BETA_FIELDS = (
+    "vin string, time double, latitude double, longitude double, speed double, "
+    "heading double, obd_codes array<string>"
+)
+"""The fields fleet_beta's tasks parse (option ``fields``, with ``keep_raw``)."""
+BETA_OPTIONS = {"fields": BETA_FIELDS, "keep_raw": "true"}
+"""The options of fleet_beta that :func:`from_beta` reads the rows of."""
 
 
 def from_beta(df: DataFrame) -> DataFrame:
-    """``(sequence, raw)`` rows of fleet_beta → parsed, validated pings."""
+    """``(sequence, raw, typed, <BETA_FIELDS>)`` rows of fleet_beta → parsed, validated
+    pings; a row not ``typed`` is parsed from ``raw``."""
     obj = df.selectExpr(
-        "*", f"from_json(raw, {_text(_BETA_DDL)}, map('mode', 'PERMISSIVE')) AS _obj"
+        "*",
+        "CASE WHEN typed THEN NULL ELSE "
+        f"from_json(raw, {_text(_BETA_DDL)}, map('mode', 'PERMISSIVE')) END AS _obj",
     )
     obd = "from_json(_obj.obd_codes, 'ARRAY<STRING>')"
     parsed = obj.selectExpr(
         "'beta' AS source",
         "CAST(sequence AS STRING) AS position",
-        "sequence AS framed_sequence",
+        "sequence AS _sequence",
         "raw",
         # from_json is PERMISSIVE: bad input gives a struct of nulls, never null itself.
-        "json_object_keys(raw) IS NULL AS _unparsed",
+        "NOT typed AND json_object_keys(raw) IS NULL AS _unparsed",
         "8 AS _columns",
-        *(f"_obj.{_q(f)} AS {_q('_' + f)}" for f in FIELDS if f != "obd_codes"),
-        f"coalesce({obd}, {_EMPTY_CODES}) AS obd_codes",
-        f"(_obj.obd_codes IS NOT NULL AND {obd} IS NULL) AS _obd_bad",
+        "CASE WHEN typed THEN vin ELSE _obj.vin END AS _vin",
+        *(
+            f"CASE WHEN typed THEN {_q(f)} ELSE try_cast(_obj.{_q(f)} AS DOUBLE) END"
+            f" AS {_q('_' + f)}"
+            for f in _NUMBERS
+        ),
+        f"coalesce(CASE WHEN typed THEN obd_codes ELSE {obd} END, {_EMPTY_CODES}) AS obd_codes",
+        f"(NOT typed AND _obj.obd_codes IS NOT NULL AND {obd} IS NULL) AS _obd_bad",
     )
     return _validate(parsed)
 
@@ -64,11 +88,16 @@ def from_alpha(df: DataFrame) -> DataFrame:
     parsed = split.selectExpr(
         "'alpha' AS source",
         "concat_ws(':', file, CAST(line AS STRING)) AS position",
-        "CAST(NULL AS BIGINT) AS framed_sequence",
         "raw",
         "false AS _unparsed",
         "size(_parts) AS _columns",
-        *(f"trim(get(_parts, {i})) AS {_q('_' + f)}" for i, f in enumerate(FIELDS[:7])),
+        "try_cast(trim(get(_parts, 0)) AS BIGINT) AS _sequence",
+        "trim(get(_parts, 1)) AS _vin",
+        *(
+            f"try_cast(trim(get(_parts, {i})) AS DOUBLE) AS {_q('_' + f)}"
+            for i, f in enumerate(FIELDS[:7])
+            if f in _NUMBERS
+        ),
         f"CASE WHEN {obd_text} = '' THEN {_EMPTY_CODES} ELSE split({obd_text}, ';') END"
         " AS obd_codes",
         "false AS _obd_bad",
@@ -105,17 +134,13 @@ _REASON = (
 
 
 def _validate(parsed: DataFrame) -> DataFrame:
-    """Typed columns, then the first rule each row breaks, then its event time."""
+    """The first rule each row of typed columns breaks, then its event time."""
     typed = parsed.selectExpr(
         "source",
         "position",
-        "coalesce(framed_sequence, try_cast(_sequence AS BIGINT)) AS sequence",
+        "_sequence AS sequence",
         "_vin AS vin",
-        "try_cast(_time AS DOUBLE) AS `time`",
-        "try_cast(_latitude AS DOUBLE) AS latitude",
-        "try_cast(_longitude AS DOUBLE) AS longitude",
-        "try_cast(_speed AS DOUBLE) AS speed",
-        "try_cast(_heading AS DOUBLE) AS heading",
+        *(f"{_q('_' + f)} AS {_q(f)}" for f in _NUMBERS),
         "obd_codes",
         "raw",
         "_unparsed",

@@ -28,11 +28,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from spark_jobs.sources.arrow_batch import record_batch
 from spark_jobs.sources.positions import recorded_start, rehearsal, wait_for_gate
 from spark_jobs.sources.source_state import SourceState
 
@@ -176,14 +178,23 @@ class AlphaStreamReader(DataSourceStreamReader):
         n = self.files_per_partition
         return [AlphaFiles(files[i : i + n]) for i in range(0, len(files), n)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's ``(file, line, raw)`` rows (empty lines skipped), as one Arrow
+        batch (:mod:`spark_jobs.sources.arrow_batch`)."""
         assert isinstance(partition, AlphaFiles)
+        names: list[str] = []
+        numbers: list[int] = []
+        texts: list[str] = []
         for name in partition.files:
             with open(os.path.join(self.path, name), encoding="utf-8", errors="replace") as fh:
                 for number, line in enumerate(fh, start=1):
                     text = line.rstrip("\r\n")
                     if text:
-                        yield name, number, text
+                        names.append(name)
+                        numbers.append(number)
+                        texts.append(text)
+        if texts:
+            yield record_batch(ALPHA_SCHEMA, [names, numbers, texts])
 
     def commit(self, end: dict) -> None:
         """Files are kept: other jobs and savepoints may still need them."""

@@ -32,7 +32,8 @@ waits for the head), ``read_patience`` (seconds, default 120), ``on_source_reset
 is written), ``spool_dir`` (with it, a batch is admitted only once its records were fetched
 into the spool, from which its partitions read: :mod:`spark_jobs.sources.spool`),
 ``fetch_timeout`` (seconds, default 5), ``fields`` (typed JSON fields the partitions parse and
-yield instead of ``raw``: :mod:`spark_jobs.sources.json_fields`), ``source_id`` (stored in
+yield instead of ``raw``: :mod:`spark_jobs.sources.json_fields`), ``keep_raw`` (``true``:
+with ``fields``, yield ``raw`` and ``typed`` too), ``source_id`` (stored in
 every offset, default ``beta:<url>``), ``pause_file`` (while it exists, nothing new is
 admitted: the query drains to a batch boundary and idles), ``gate_file`` and ``rehearsal``
 (see ``positions``).
@@ -55,6 +56,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from spark_jobs.sources.arrow_batch import record_batch
 from spark_jobs.sources.json_fields import Fields
 from spark_jobs.sources.positions import (
     REHEARSAL_RECORDS,
@@ -218,7 +220,7 @@ class BetaStreamReader(DataSourceStreamReader):
         self.state = SourceState(self.source_id, options.get("state_dir") or None)
         self.spool_dir = options.get("spool_dir") or None
         self.fetch_timeout = float(options.get("fetch_timeout", min(self.timeout, 5.0)))
-        self.fields = Fields.parse(options["fields"]) if options.get("fields") else None
+        self.fields = fields_of(options)
         self._initial: dict[str, Any] | None = None
 
     def _offset(self, sequence: int, stream: str | None, **extra: Any) -> dict:
@@ -355,8 +357,9 @@ class BetaStreamReader(DataSourceStreamReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """The partition's ``(sequence, raw)`` rows, from the spool or else the server; with
-        the option ``fields``, as one Arrow batch of the parsed fields."""
+        """The partition's ``(sequence, raw)`` rows, from the spool or else the server, as
+        one Arrow batch (:mod:`spark_jobs.sources.arrow_batch`); with the option ``fields``,
+        of the parsed fields."""
         assert isinstance(partition, BetaRange)
         rows: Iterator[tuple[int, str]] | list[tuple[int, str]] | None = None
         if self.spool_dir and partition.stream:
@@ -370,17 +373,25 @@ class BetaStreamReader(DataSourceStreamReader):
                 stream=partition.stream,
                 patience=self.read_patience,
             )
+        records = list(rows)
+        if not records:
+            return
         if self.fields is None:
-            yield from rows
+            yield record_batch(BETA_SCHEMA, [[s for s, _ in records], [r for _, r in records]])
         else:
-            records = list(rows)
-            if records:
-                yield self.fields.batch(records)
+            yield self.fields.batch(records)
 
     def commit(self, end: dict) -> None:
         """Prune the spool up to ``end`` (the server keeps a bounded history on its own)."""
         if self.spool_dir and end.get("stream"):
             Spool(self.spool_dir, str(end["stream"])).prune(int(end["sequence"]))
+
+
+def fields_of(options: dict[str, str]) -> Fields | None:
+    """The ``fields`` (and ``keep_raw``) options, or None: the source yields ``raw``."""
+    if not options.get("fields"):
+        return None
+    return Fields.parse(options["fields"], options.get("keep_raw", "").lower() == "true")
 
 
 class BetaDataSource(DataSource):
@@ -391,8 +402,8 @@ class BetaDataSource(DataSource):
         return "fleet_beta"
 
     def schema(self) -> StructType:
-        fields = self.options.get("fields")
-        return Fields.parse(fields).schema() if fields else BETA_SCHEMA
+        fields = fields_of(self.options)
+        return fields.schema() if fields else BETA_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return BetaStreamReader(dict(self.options))

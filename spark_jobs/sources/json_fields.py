@@ -7,7 +7,13 @@ place of Python tuples carried to the JVM and parsed there again by ``from_json`
 stage's query. Fields a record lacks, or holds with another type, are null; a record that is
 not a JSON object gives a row of nulls but its sequence (the job decides what such a row
 means: the trade analyser drops it). Field names are JSON keys; types are ``string``,
-``double``, ``long`` and ``boolean``.
+``double``, ``long``, ``boolean`` and ``array<string>``.
+
+With ``keep_raw`` (the source's option ``keep_raw``), every row also carries its ``raw`` text
+and ``typed``: true when the record is a JSON object whose declared fields are each absent,
+null or of the declared type, so that its typed columns say all it holds. A job that judges
+records (fleet-pings quarantines a malformed one with its raw text and reason) takes the
+typed columns of such a row as they are and parses ``raw`` itself only for the others.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DataType,
     DoubleType,
@@ -33,13 +40,23 @@ _SPARK: dict[str, DataType] = {
     "double": DoubleType(),
     "long": LongType(),
     "boolean": BooleanType(),
+    "array<string>": ArrayType(StringType()),
 }
 _PY: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "double": (float, int),
     "long": (int,),
     "boolean": (bool,),
+    "array<string>": (list,),
 }
+RESERVED = ("sequence", "raw", "typed")
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """``value`` (from ``json.loads``) holds a ``kind`` as the Arrow parse takes it."""
+    if not isinstance(value, _PY[kind]) or (kind == "boolean") != isinstance(value, bool):
+        return False
+    return kind != "array<string>" or all(v is None or isinstance(v, str) for v in value)
 
 
 class FieldsError(ValueError):
@@ -51,9 +68,10 @@ class Fields:
     """The ``(name, type)`` pairs of a ``fields`` option, in order."""
 
     pairs: tuple[tuple[str, str], ...]
+    keep_raw: bool = False
 
     @classmethod
-    def parse(cls, text: str) -> Fields:
+    def parse(cls, text: str, keep_raw: bool = False) -> Fields:
         pairs = []
         for item in text.split(","):
             words = item.split()
@@ -63,14 +81,19 @@ class Fields:
                     f"{', '.join(_SPARK)} (in {text!r})"
                 )
             pairs.append((words[0], words[1].lower()))
-        if len({name for name, _ in pairs}) != len(pairs) or any(n == "sequence" for n, _ in pairs):
-            raise FieldsError(f"fields: names must be unique and not 'sequence' (in {text!r})")
-        return cls(tuple(pairs))
+        if len({name for name, _ in pairs}) != len(pairs) or any(n in RESERVED for n, _ in pairs):
+            raise FieldsError(
+                f"fields: names must be unique and not {', '.join(RESERVED)} (in {text!r})"
+            )
+        return cls(tuple(pairs), keep_raw)
 
     def schema(self) -> StructType:
-        """``sequence`` (the source's position, never null) and the fields."""
+        """``sequence`` (the source's position, never null), with ``keep_raw`` ``raw`` and
+        ``typed`` (never null), then the fields."""
+        kept = [StructField("raw", StringType(), False), StructField("typed", BooleanType(), False)]
         return StructType(
             [StructField("sequence", LongType(), False)]
+            + (kept if self.keep_raw else [])
             + [StructField(name, _SPARK[kind]) for name, kind in self.pairs]
         )
 
@@ -81,12 +104,17 @@ class Fields:
 
         arrow = _arrow_schema(self)
         seqs = pa.array([seq for seq, _ in rows], pa.int64())
+        typed: list[bool] | None = None
         try:
+            if not all(raw[:1] == "{" and raw[-1:] == "}" for _, raw in rows):
+                # not objects alone: the Arrow parse takes a line `null` for a row of nulls
+                # (and crashes on one alone, pyarrow 26), so they go one at a time
+                raise ValueError("a record that is not one JSON object")
             table = pj.read_json(
                 io.BytesIO("\n".join(raw for _, raw in rows).encode()),
                 read_options=pj.ReadOptions(use_threads=False),
                 parse_options=pj.ParseOptions(
-                    explicit_schema=pa.schema(list(arrow)[1:]),
+                    explicit_schema=pa.schema(list(arrow)[-len(self.pairs) :]),
                     unexpected_field_behavior="ignore",
                 ),
             )
@@ -94,33 +122,48 @@ class Fields:
                 raise ValueError("a record spans lines")
             columns = [table.column(name).combine_chunks() for name, _ in self.pairs]
         except (pa.ArrowInvalid, ValueError):  # a record not as declared: one at a time
-            columns = self._slow_columns(rows, arrow)
-        return pa.RecordBatch.from_arrays([seqs, *columns], schema=arrow)
+            columns, typed = self._slow_columns(rows, arrow)
+        kept = []
+        if self.keep_raw:
+            typed = [True] * len(rows) if typed is None else typed
+            kept = [pa.array([raw for _, raw in rows], pa.string()), pa.array(typed, pa.bool_())]
+        return pa.RecordBatch.from_arrays([seqs, *kept, *columns], schema=arrow)
 
-    def _slow_columns(self, rows: Sequence[tuple[int, str]], arrow: Any) -> list[Any]:
+    def _slow_columns(
+        self, rows: Sequence[tuple[int, str]], arrow: Any
+    ) -> tuple[list[Any], list[bool]]:
+        """Each record parsed alone: its fields of the declared type (others null), and
+        whether all its declared fields are (``typed``)."""
         import pyarrow as pa
 
         values: list[list[Any]] = [[] for _ in self.pairs]
+        typed: list[bool] = []
         for _, raw in rows:
             try:
                 obj = json.loads(raw)
             except ValueError:
                 obj = None
+            whole = isinstance(obj, dict)
             if not isinstance(obj, dict):
                 obj = {}
             for column, (name, kind) in zip(values, self.pairs, strict=True):
                 value = obj.get(name)
-                ok = isinstance(value, _PY[kind]) and (kind == "boolean") == isinstance(value, bool)
+                ok = value is not None and _fits(value, kind)
+                whole = whole and (ok or value is None)
                 column.append(value if ok else None)
-        return [pa.array(v, arrow.field(i + 1).type) for i, v in enumerate(values)]
+            typed.append(whole)
+        first = len(arrow) - len(self.pairs)
+        return [pa.array(v, arrow.field(first + i).type) for i, v in enumerate(values)], typed
 
 
 def _arrow_schema(fields: Fields) -> Any:
     import pyarrow as pa
 
     kinds = {"string": pa.string(), "double": pa.float64(), "long": pa.int64(),
-             "boolean": pa.bool_()}  # fmt: skip
+             "boolean": pa.bool_(), "array<string>": pa.list_(pa.string())}  # fmt: skip
+    kept = [pa.field("raw", pa.string(), False), pa.field("typed", pa.bool_(), False)]
     return pa.schema(
         [pa.field("sequence", pa.int64(), False)]
+        + (kept if fields.keep_raw else [])
         + [pa.field(name, kinds[kind]) for name, kind in fields.pairs]
     )

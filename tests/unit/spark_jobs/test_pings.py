@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
+from support.beta_rows import beta_frame
 
 from spark_jobs import pings
 from spark_jobs.sources.alpha import ALPHA_SCHEMA
-from spark_jobs.sources.beta import BETA_SCHEMA
 from streamops.sim.alpha import ALPHA_MALFORMED_KINDS, AlphaSimulator
 from streamops.sim.beta import BETA_MALFORMED_KINDS, BetaSimulator
 from streamops.sim.fleet import Fleet, Ping
@@ -113,6 +113,7 @@ BETA_CASES: dict[str, tuple[str, str | None]] = {
     "valid_obd_codes_absent": (json_with(drop=("obd_codes",)), None),
     "valid_obd_codes_null": (json_with(obd_codes=None), None),
     "valid_bounds": (json_with(latitude=-90, longitude=180, speed=500, heading=0), None),
+    "valid_numbers_as_text": (json_with(speed="12.5", heading=" 90"), None),
     "vin_absent": (json_with(drop=("vin",)), VIN_MISSING),
     "vin_null": (json_with(vin=None), VIN_MISSING),
     "vin_empty": (json_with(vin=""), VIN_MISSING),
@@ -151,9 +152,12 @@ def alpha_rows(spark: SparkSession, lines: list[tuple[str, int, str]]) -> dict[s
     return {row.position: row for row in result.collect()}
 
 
-def beta_rows(spark: SparkSession, records: list[tuple[int, str]]) -> dict[int, Row]:
-    """``from_beta`` over ``(sequence, raw)`` rows, collected by sequence."""
-    result = pings.from_beta(spark.createDataFrame(records, BETA_SCHEMA))
+def beta_rows(
+    spark: SparkSession, records: list[tuple[int, str]], alone: bool = False
+) -> dict[int, Row]:
+    """``from_beta`` over the source's rows of ``(sequence, raw)`` records (parsed as one
+    partition, or each alone), collected by sequence."""
+    result = pings.from_beta(beta_frame(spark, records, alone))
     return {row.sequence: row for row in result.collect()}
 
 
@@ -165,11 +169,14 @@ def alpha_cases(spark: SparkSession) -> dict[str, Row]:
     return {n: rows[f"{CASE_FILE}:{i + 1}"] for i, n in enumerate(names)}
 
 
-@pytest.fixture(scope="module")
-def beta_cases(spark: SparkSession) -> dict[str, Row]:
+@pytest.fixture(scope="module", params=[False, True], ids=["one-partition", "each-alone"])
+def beta_cases(spark: SparkSession, request: pytest.FixtureRequest) -> dict[str, Row]:
+    """Every case, parsed by the source in one partition (a malformed record among them
+    sends them all through its one-at-a-time parse) or each in a partition of its own (a
+    well-formed one then comes typed from the source's Arrow parse)."""
     names = [*BETA_CASES, *BETA_NOT_JSON_CASES]
     raws = {**{n: raw for n, (raw, _) in BETA_CASES.items()}, **BETA_NOT_JSON_CASES}
-    rows = beta_rows(spark, [(1000 + i, raws[n]) for i, n in enumerate(names)])
+    rows = beta_rows(spark, [(1000 + i, raws[n]) for i, n in enumerate(names)], request.param)
     return {n: rows[1000 + i] for i, n in enumerate(names)}
 
 
@@ -253,7 +260,7 @@ def test_valid_and_invalid_split_the_rows(spark: SparkSession) -> None:
 
 # --- beta ----------------------------------------------------------------------------------
 def test_beta_output_has_the_ping_columns(spark: SparkSession) -> None:
-    result = pings.from_beta(spark.createDataFrame([], BETA_SCHEMA))
+    result = pings.from_beta(beta_frame(spark, []))
     assert tuple(result.columns) == pings.PING_COLUMNS
 
 
@@ -277,6 +284,12 @@ def test_beta_bounds_are_valid(beta_cases: dict[str, Row]) -> None:
     row = beta_cases["valid_bounds"]
     assert row.reason is None
     assert (row.latitude, row.longitude, row.speed, row.heading) == (-90.0, 180.0, 500.0, 0.0)
+
+
+def test_beta_numbers_as_text_count_as_numbers(beta_cases: dict[str, Row]) -> None:
+    """Not typed by the source's parse: parsed from ``raw`` by the job, as always."""
+    row = beta_cases["valid_numbers_as_text"]
+    assert (row.reason, row.speed, row.heading) == (None, 12.5, 90.0)
 
 
 @pytest.mark.parametrize("case", sorted(n for n, (_, why) in BETA_CASES.items() if why))

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from support.beta_rows import beta_frame
 
 from spark_jobs import fleet_pings, pings
 from spark_jobs.sinks import store
-from spark_jobs.sources.beta import BETA_SCHEMA
 
 GOOD = {"vin": "1HGCM82633A004352", "time": 1_700_000_000.0, "latitude": 50.0,
         "longitude": 8.0, "speed": 42.0, "heading": 90.0}  # fmt: skip
@@ -29,7 +29,7 @@ def test_vehicles_sink_writes_only_outside_a_rehearsal(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'fleet.db'}"
     records = [(1, json.dumps({**GOOD, "sequence": 1})), (2, "not json")]
-    batch = pings.from_beta(spark.createDataFrame(records, BETA_SCHEMA))
+    batch = pings.from_beta(beta_frame(spark, records))
     fleet_pings.vehicles_sink(ctx_for(url, rehearsal))(batch, 0)
     engine = store.engine_for(url)
     vehicles = store.read_table(engine, store.vehicles)
@@ -52,7 +52,7 @@ def test_one_aggregation_gives_the_newest_ping_per_vin_and_every_invalid_record(
         (5, json.dumps({**GOOD, "sequence": 5, "speed": 999.0})),  # invalid: not in vehicles
         (6, "not json"),
     ]
-    batch = pings.from_beta(spark.createDataFrame(records, BETA_SCHEMA))
+    batch = pings.from_beta(beta_frame(spark, records))
     rows = [r.asDict() for r in fleet_pings.latest_and_invalid(batch).collect()]
     latest = {r["vin"]: (r["sequence"], r["speed"]) for r in rows if r["reason"] is None}
     bad = sorted((r["position"], r["reason"]) for r in rows if r["reason"] is not None)

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, ReadMaxRows
 from support.beta_server import beta_serving, stream_of
+from support.source_rows import read_rows
 
 from spark_jobs.sources.alpha import AlphaStreamReader
 from spark_jobs.sources.beta import BetaRange, BetaSourceError, BetaStreamReader, fetch_range
@@ -123,7 +124,7 @@ def test_a_partition_read_retries_then_fails_clearly(refused_url: str) -> None:
     source = reader(refused_url, read_patience="1")
     began = time.monotonic()
     with pytest.raises(BetaSourceError, match="unreachable for 1s while reading since=10"):
-        list(source.read(BetaRange(10, 20)))
+        read_rows(source, BetaRange(10, 20))
     assert time.monotonic() - began < 5
 
 
@@ -151,7 +152,7 @@ def test_restart_from_earliest_reads_from_the_oldest_record_and_counts_the_loss(
     start = {"source": "fleetsim-beta", "sequence": 100, "stream": stream_of(sim)}
     end = source.latestOffset(start, ReadAllAvailable())
     assert end["from"] == PINGS - HISTORY and end["sequence"] == PINGS
-    rows = [seq for p in source.partitions(start, end) for seq, _ in source.read(p)]
+    rows = [seq for p in source.partitions(start, end) for seq, _ in read_rows(source, p)]
     assert rows == list(range(PINGS - HISTORY + 1, PINGS + 1))
     (loss,) = state_file(tmp_path)["losses"]
     assert loss["committed"] == 100 and loss["resumed_after"] == PINGS - HISTORY
@@ -172,7 +173,7 @@ def test_restart_from_earliest_after_a_replaced_stream(sim: BetaSimulator, tmp_p
 
 def test_a_partition_of_another_stream_is_not_read(sim: BetaSimulator) -> None:
     with pytest.raises(SourceResetError, match="now serves stream"):
-        list(reader(sim.url).read(BetaRange(PINGS - 10, PINGS, "another")))
+        read_rows(reader(sim.url), BetaRange(PINGS - 10, PINGS, "another"))
 
 
 def test_an_offset_without_a_stream_adopts_the_servers(sim: BetaSimulator) -> None:
@@ -311,7 +312,7 @@ def test_a_spooled_batch_is_read_without_the_server(tmp_path: Path) -> None:
         served = sim.state.read(20, 250)
     finally:
         sim.stop()  # the server is gone: the planned batch reads the spool
-    rows = [row for p in source.partitions(start, end) for row in source.read(p)]
+    rows = [row for p in source.partitions(start, end) for row in read_rows(source, p)]
     assert [seq for seq, _ in rows] == list(range(21, 271))
     assert [json.loads(raw) for _, raw in rows] == [json.loads(raw) for raw in served]
     # another stage's reader finds the range spooled and fetches nothing
@@ -344,7 +345,7 @@ def test_a_server_failing_mid_fetch_admits_what_was_fetched(tmp_path: Path) -> N
         assert end["sequence"] == 30  # the batch admits what is on hand, nothing beyond
         assert state_file(tmp_path / "state")["state"] == "degraded"
         assert "HTTP 503" in state_file(tmp_path / "state")["reason"]
-        rows = [seq for p in source.partitions(start, end) for seq, _ in source.read(p)]
+        rows = [seq for p in source.partitions(start, end) for seq, _ in read_rows(source, p)]
         assert rows == list(range(11, 31))
         source.state._next_try = 0.0  # asked again: the head answers, the records do not
         assert source.latestOffset(end, ReadAllAvailable()) == end

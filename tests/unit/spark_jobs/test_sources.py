@@ -18,6 +18,7 @@ from pyspark.sql.streaming.datasource import (
     ReadMinRows,
 )
 from support.beta_server import beta_serving, stream_of
+from support.source_rows import read_rows
 
 from spark_jobs.sources.alpha import (
     AlphaDataSource,
@@ -205,7 +206,7 @@ def test_alpha_read_yields_file_line_raw_and_skips_empty_lines(tmp_path: Path) -
         },
     )
     reader = alpha_reader(directory)
-    rows = list(reader.read(AlphaFiles(alpha_names(3))))
+    rows = read_rows(reader, AlphaFiles(alpha_names(3)))
     assert rows == [
         (file_name(1), 1, "one"),
         (file_name(1), 3, "two"),
@@ -217,7 +218,7 @@ def test_alpha_read_yields_file_line_raw_and_skips_empty_lines(tmp_path: Path) -
 def test_alpha_read_is_repeatable(drop: Path) -> None:
     reader = alpha_reader(drop)
     part = AlphaFiles(alpha_names(2))
-    assert list(reader.read(part)) == list(reader.read(part))
+    assert read_rows(reader, part) == read_rows(reader, part)
 
 
 def test_alpha_reads_a_real_simulator_run_completely(tmp_path: Path) -> None:
@@ -230,7 +231,7 @@ def test_alpha_reads_a_real_simulator_run_completely(tmp_path: Path) -> None:
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
     assert end == A(file_name(3))
-    rows = [row for part in reader.partitions(start, end) for row in reader.read(part)]
+    rows = [row for part in reader.partitions(start, end) for row in read_rows(reader, part)]
     records = read_journal(journal)
     assert [(file, raw) for file, _, raw in rows] == [(r.file, r.raw) for r in records]
 
@@ -356,7 +357,7 @@ def test_beta_partitions_for_an_empty_range(beta: BetaSimulator) -> None:
 
 def test_beta_read_returns_exactly_the_range(beta: BetaSimulator) -> None:
     reader = beta_reader(beta)
-    rows = list(reader.read(BetaRange(100, 350)))
+    rows = read_rows(reader, BetaRange(100, 350))
     assert [seq for seq, _ in rows] == list(range(101, 351))
     assert all(json.loads(raw)["sequence"] == seq for seq, raw in rows)
     assert [raw for _, raw in rows] == beta.state.read(100, 250)  # served byte for byte
@@ -365,7 +366,7 @@ def test_beta_read_returns_exactly_the_range(beta: BetaSimulator) -> None:
 def test_beta_read_spans_several_pages(beta: BetaSimulator) -> None:
     reader = beta_reader(beta, partition_size=str(BETA_PINGS))
     (part,) = reader.partitions({"sequence": 0}, {"sequence": BETA_PINGS})
-    sequences = [seq for seq, _ in reader.read(part)]
+    sequences = [seq for seq, _ in read_rows(reader, part)]
     assert sequences == list(range(1, BETA_PINGS + 1))
 
 
@@ -374,7 +375,7 @@ def test_beta_partitions_read_together_cover_the_batch(beta: BetaSimulator) -> N
     reader = beta_reader(beta, partition_size="64")
     start = B(17, st)
     end = reader.latestOffset(start, ReadMaxRows(500))
-    sequences = [seq for p in reader.partitions(start, end) for seq, _ in reader.read(p)]
+    sequences = [seq for p in reader.partitions(start, end) for seq, _ in read_rows(reader, p)]
     assert sequences == list(range(18, 518))
 
 
@@ -384,7 +385,7 @@ def test_beta_since_older_than_history_names_the_missing_range(
     reader = beta_reader(short_beta)
     oldest = SMALL_PINGS - SMALL_HISTORY + 1
     with pytest.raises(SourceResetError) as info:
-        list(reader.read(BetaRange(0, 50)))
+        read_rows(reader, BetaRange(0, 50))
     message = str(info.value)
     assert f"no longer holds sequences 1..{oldest - 1}" in message
     assert f"oldest available: {oldest}" in message
@@ -395,13 +396,13 @@ def test_beta_read_of_the_held_history_works(short_beta: BetaSimulator) -> None:
     reader = beta_reader(short_beta)
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
-    rows = [row for p in reader.partitions(start, end) for row in reader.read(p)]
+    rows = [row for p in reader.partitions(start, end) for row in read_rows(reader, p)]
     assert [seq for seq, _ in rows] == list(range(SMALL_PINGS - SMALL_HISTORY + 1, SMALL_PINGS + 1))
 
 
 def test_beta_read_beyond_the_head_fails_clearly(beta: BetaSimulator) -> None:
     with pytest.raises(SourceResetError, match="returned no records"):
-        list(beta_reader(beta).read(BetaRange(BETA_PINGS, BETA_PINGS + 5)))
+        read_rows(beta_reader(beta), BetaRange(BETA_PINGS, BETA_PINGS + 5))
 
 
 def test_beta_data_source() -> None:

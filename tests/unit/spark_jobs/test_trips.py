@@ -49,6 +49,7 @@ def test_trips_are_written_once_ended_and_equal_the_oracle(
     store.engine_for(store_url)
     spark.dataSource.register(BetaDataSource)
     raw = spark.readStream.format("fleet_beta").option("url", url).option("start_sequence", "0")
+    raw = raw.options(**pings.BETA_OPTIONS)
     frame = fleet_pings_v2.trips(
         pings.valid(pings.from_beta(raw.load())), f"{LAG_S:.0f} seconds", f"{GAP_S:.0f} seconds"
     )
