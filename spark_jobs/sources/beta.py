@@ -6,11 +6,12 @@ sequence <= N has been read. A batch ``(start, end]`` is split into partitions o
 ``partition_size`` records; each partition re-reads exactly its range from
 ``GET /pings?since=&limit=``, so a failed batch is re-read identically.
 
-The source does not judge a record: it yields ``(sequence, raw)`` and the job parses ``raw``
-(fleet pings in :mod:`spark_jobs.pings`, with quarantine of what is malformed), or, given the
-option ``fields``, ``sequence`` and those typed fields, parsed in the partition's task (the
-trades of the trades producer, which is this same server with another record generator, in
-:mod:`spark_jobs.trade_analyser`).
+The source does not judge a record: it yields ``(sequence, raw)`` and the job parses ``raw``,
+or, given the option ``fields``, ``sequence`` and those typed fields, parsed in the
+partition's task (the trades of the trades producer, which is this same server with another
+record generator, in :mod:`spark_jobs.trade_analyser`); with ``keep_raw`` too, ``raw`` and
+whether the record came typed (fleet pings, :mod:`spark_jobs.pings`, which quarantines what
+is malformed with its raw text).
 
 Nothing is ever skipped silently. A server that serves another stream (it was reset or
 replaced), whose head is below the committed offset, or that no longer holds the records
