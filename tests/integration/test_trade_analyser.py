@@ -1,9 +1,11 @@
-"""The trade analyser on the real local cluster: v1 → v2 while 10k trades/s flow, checked
-against the producer's journal.
+"""The trade analyser on the real local cluster: v1 → v2 while 10k trades/s flow, then a full
+cluster restart, checked against the producer's journal.
 
 The trades producer runs (fleetsim-beta's server, :mod:`streamops.sim.trades`) → v1 is
 submitted and reads for a while → upgraded to v2 with the project's upgrade (planned, savepoint,
-warm start) → after the producer stops and every stage has read up to its end: every
+warm start) → the whole cluster restarted gracefully while trades still flow (every job
+savepointed, master and workers stopped and started, the jobs restored) → after the producer
+stops and every stage has read up to its end: every
 ``avg-1s`` window equals the recomputation over all trades (v1's state went on in v2), and
 ``avg-1m`` / ``vol-1s`` equal the recomputation over the trades after the savepoint's position
 (the new stages start there, with empty state). The producer's event times never go back, so
@@ -21,6 +23,7 @@ from support.integration import ClusterHandle, describe_job, wait_until
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
+from streamops.procedures import cluster_restart
 from streamops.procedures.restore import earliest_positions
 from streamops.procedures.submit import submit_job
 from streamops.procedures.upgrade import plan_upgrade, upgrade
@@ -30,8 +33,9 @@ from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
 from streamops.state import savepoints
 from streamops.state.checkpoint_cut import last_batch
+from streamops.state.releases import ReleaseStore
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 JOB = "trade-analyser-it"
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 RATE = 10_000
@@ -56,7 +60,9 @@ def committed_sequences(cluster: ClusterHandle, stages: Any) -> dict[str, int | 
     return out
 
 
-def test_v1_upgraded_to_v2_while_trades_flow(spark_cluster: ClusterHandle, tmp_path: Path) -> None:
+def test_v1_upgraded_to_v2_then_the_cluster_restarted(
+    spark_cluster: ClusterHandle, tmp_path: Path
+) -> None:
     settings, registry = spark_cluster.settings, spark_cluster.registry
     store_url = f"sqlite:///{tmp_path / 'trades.db'}"
     journal = tmp_path / "trades.jsonl"
@@ -76,6 +82,12 @@ def test_v1_upgraded_to_v2_while_trades_flow(spark_cluster: ClusterHandle, tmp_p
         manifest = savepoints.get_savepoint(settings.layout, outcome.savepoint)
         assert set(manifest.stages) == {"avg-1s"}
         position = int(earliest_positions(manifest)[ta.SOURCE_ID]["sequence"])
+
+        flowing = producer.emitted < TRADES
+        intent = cluster_restart.restart(settings, ReleaseStore(settings).active())
+        assert intent.phase == "done" and intent.restored == [JOB]
+        assert registry.view(JOB).version == "2"
+        print(f"cluster restarted {'while trades flowed' if flowing else 'after the last trade'}")
 
         assert producer.wait_done(600)
         stages = ("avg-1s", "avg-1m", "vol-1s")
