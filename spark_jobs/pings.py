@@ -9,8 +9,8 @@ Beta's records are parsed in the source's tasks (:data:`BETA_FIELDS`, the source
 ``fields`` and ``keep_raw``): a record whose fields all have their JSON types comes typed
 (``typed`` true) and is taken as it is; only the others are parsed here from ``raw``, each
 field as text then ``try_cast``, so that ``"speed": "12.5"`` counts as it always has. The
-source-side parse took beta's share of a batch from about 25 to a few microseconds of
-executor CPU per record and stage (``docs/performance.md``).
+source-side parse took beta's parse and validation from 26 to 3.6 microseconds of executor
+CPU per record and stage (one core, local mode; ``docs/performance.md``).
 
 The expressions are SQL text (``selectExpr``): each operation on a ``Column`` is a call into
 the driver's JVM, and built from Columns, parsing and validating one stage's sources took
