@@ -52,11 +52,38 @@ _PY: dict[str, tuple[type, ...]] = {
 RESERVED = ("sequence", "raw", "typed")
 
 
-def _fits(value: Any, kind: str) -> bool:
-    """``value`` (from ``json.loads``) holds a ``kind`` as the Arrow parse takes it."""
+_LONG = (-(2**63), 2**63 - 1)
+
+
+def _typed(value: Any, kind: str) -> Any:
+    """``value`` (from ``json.loads``, not None) as a ``kind`` the way the Arrow parse takes
+    it (an integer as a double rounds to the nearest), or None if it is not one."""
     if not isinstance(value, _PY[kind]) or (kind == "boolean") != isinstance(value, bool):
+        return None
+    if kind == "double" and isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:  # beyond a double's range
+            return None
+    if kind == "long" and not _LONG[0] <= value <= _LONG[1]:
+        return None
+    if kind == "string" and not _text(value):
+        return None
+    if kind == "array<string>" and not all(v is None or _text(v) for v in value):
+        return None
+    return value
+
+
+def _text(value: Any) -> bool:
+    """A ``str`` Arrow can hold: UTF-8 encodable (``"\\ud800"`` in JSON gives a lone
+    surrogate, which is not)."""
+    if not isinstance(value, str):
         return False
-    return kind != "array<string>" or all(v is None or isinstance(v, str) for v in value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class FieldsError(ValueError):
@@ -148,9 +175,9 @@ class Fields:
                 obj = {}
             for column, (name, kind) in zip(values, self.pairs, strict=True):
                 value = obj.get(name)
-                ok = value is not None and _fits(value, kind)
-                whole = whole and (ok or value is None)
-                column.append(value if ok else None)
+                typed_value = None if value is None else _typed(value, kind)
+                whole = whole and (value is None or typed_value is not None)
+                column.append(typed_value)
             typed.append(whole)
         first = len(arrow) - len(self.pairs)
         return [pa.array(v, arrow.field(first + i).type) for i, v in enumerate(values)], typed

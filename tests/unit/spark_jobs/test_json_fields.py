@@ -91,3 +91,23 @@ def test_keep_raw_marks_what_is_not_as_declared_untyped_alone_or_among_others(al
     assert [r["raw"] for r in got] == [raw for _, raw in records]
     assert [r["typed"] for r in got] == [True] + [False] * 9 + [True]
     assert got[0]["speed"] == 1.5 and got[-1]["vin"] == "H"
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_values_arrow_cannot_hold_as_declared_are_untyped_never_a_failed_task(alone: bool) -> None:
+    """Parsed one at a time, an integer beyond a long, a lone surrogate or an integer no
+    double holds exactly once raised in ``pa.array``: the whole partition's task failed,
+    again on every retry."""
+    fields = Fields.parse("vin string, time double, n long, codes array<string>", keep_raw=True)
+    records = [
+        (1, '{"vin": "\\ud800", "time": 1}'),
+        (2, '{"time": 9007199254740993}'),
+        (3, '{"n": 9223372036854775808}'),
+        (4, '{"codes": ["a", "\\udc00"]}'),
+        (5, '{"vin": "ok", "time": 2, "n": 3, "codes": ["x"]}'),
+    ]
+    parts = [[r] for r in records] if alone else [records]
+    got = [row for part in parts for row in fields.batch(part).to_pylist()]
+    assert [r["typed"] for r in got] == [False, True, False, False, True]
+    assert got[1]["time"] == 9007199254740992.0  # the nearest double, as Spark casts the text
+    assert (got[4]["vin"], got[4]["time"], got[4]["n"], got[4]["codes"]) == ("ok", 2.0, 3, ["x"])
