@@ -184,13 +184,7 @@ class Fields:
 
 
 def _arrow_schema(fields: Fields) -> Any:
-    import pyarrow as pa
+    """The Arrow schema Spark derives from :meth:`Fields.schema` (it must equal it)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
 
-    kinds = {"string": pa.string(), "double": pa.float64(), "long": pa.int64(),
-             "boolean": pa.bool_(), "array<string>": pa.list_(pa.string())}  # fmt: skip
-    kept = [pa.field("raw", pa.string(), False), pa.field("typed", pa.bool_(), False)]
-    return pa.schema(
-        [pa.field("sequence", pa.int64(), False)]
-        + (kept if fields.keep_raw else [])
-        + [pa.field(name, kinds[kind]) for name, kind in fields.pairs]
-    )
+    return to_arrow_schema(fields.schema(), timezone="UTC")
