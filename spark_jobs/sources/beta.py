@@ -1,10 +1,16 @@
 """fleetsim-beta as a replayable stream: offsets are the server's sequence numbers.
 
-Offset ``{"sequence": N, "stream": S}`` means every record of stream ``S`` (the identity the
-server's log was created with, from ``GET /head`` and the ``X-Stream-Id`` header) with
-sequence <= N has been read. A batch ``(start, end]`` is split into partitions of at most
-``partition_size`` records; each partition re-reads exactly its range from
-``GET /pings?since=&limit=``, so a failed batch is re-read identically.
+Offset ``{"sequence": N, "stream": S, "generation": G}`` means every record of stream ``S``
+(the identity the server's log was created with, from ``GET /head`` and the ``X-Stream-Id``
+header) with sequence <= N has been read, in the reader's history ``G`` of that stream. A reset
+the source accepts (``on_source_reset: restart_from_earliest``) starts the next generation, and
+whatever is cached by position (the spool) is kept per stream and generation, so a record of an
+old history is never served as the one now at its sequence. Generation 0 is left out of the
+offset (offsets written before generations existed are generation 0).
+
+A batch ``(start, end]`` is split into partitions of at most ``partition_size`` records;
+each partition re-reads exactly its range from ``GET /pings?since=&limit=`` (or the spool),
+so a failed batch is re-read identically.
 
 The source does not judge a record: it yields ``(sequence, raw)`` and the job parses ``raw``,
 or, given the option ``fields``, ``sequence`` and those typed fields, parsed in the
@@ -71,7 +77,7 @@ from spark_jobs.sources.source_state import (
     SourceState,
     on_reset_policy,
 )
-from spark_jobs.sources.spool import Spool
+from spark_jobs.sources.spool import Spool, history_key
 
 BETA_SCHEMA = StructType(
     [StructField("sequence", LongType(), False), StructField("raw", StringType(), False)]
@@ -87,11 +93,19 @@ TRANSIENT = (requests.ConnectionError, requests.Timeout)
 
 
 class BetaRange(InputPartition):
-    def __init__(self, since: int, until: int, stream: str | None = None) -> None:
-        super().__init__((since, until, stream))
+    def __init__(
+        self, since: int, until: int, stream: str | None = None, generation: int = 0
+    ) -> None:
+        super().__init__((since, until, stream, generation))
         self.since = since
         self.until = until
         self.stream = stream
+        self.generation = generation
+
+
+def generation_of(offset: dict[str, Any]) -> int:
+    """The history generation an offset belongs to (0 when it names none)."""
+    return int(offset.get("generation") or 0)
 
 
 def _base_url(url: str) -> str:
@@ -224,8 +238,16 @@ class BetaStreamReader(DataSourceStreamReader):
         self.fields = fields_of(options)
         self._initial: dict[str, Any] | None = None
 
-    def _offset(self, sequence: int, stream: str | None, **extra: Any) -> dict:
-        return {"source": self.source_id, "sequence": sequence, "stream": stream, **extra}
+    def _offset(
+        self, sequence: int, stream: str | None, generation: int = 0, **extra: Any
+    ) -> dict:
+        offset = {"source": self.source_id, "sequence": sequence, "stream": stream}
+        if generation:
+            offset["generation"] = generation
+        return {**offset, **extra}
+
+    def _spool_of(self, stream: str, generation: int) -> Spool:
+        return Spool(self.spool_dir or "", history_key(stream, generation))
 
     def initialOffset(self) -> dict:
         """Where a query without a checkpoint starts; Spark asks again at its first batch, and
@@ -237,7 +259,9 @@ class BetaStreamReader(DataSourceStreamReader):
     def _first_offset(self) -> dict[str, Any]:
         recorded = recorded_start(self.options, self.source_id)
         if recorded and "sequence" in recorded and not rehearsal(self.options):
-            return self._offset(int(recorded["sequence"]), recorded.get("stream"))
+            return self._offset(
+                int(recorded["sequence"]), recorded.get("stream"), generation_of(recorded)
+            )
         head = fetch_head(self.url, self.timeout)
         stream = head.get("stream")
         last = int(head.get("last") or 0)
@@ -268,11 +292,13 @@ class BetaStreamReader(DataSourceStreamReader):
             return start
         begin = int(start["sequence"])
         stream = head.get("stream") or start.get("stream")
+        generation = generation_of(start)
         last = int(head.get("last") or 0)
         extra: dict[str, Any] = {}
         problem = self._problem(start, head)
         if problem:
             begin = self._reset(start, head, problem)
+            generation += 1  # a new history: nothing cached of the old one is served for it
             extra["from"] = begin
         if isinstance(limit, ReadMaxRows):
             last = min(last, begin + limit.max_rows)
@@ -280,19 +306,19 @@ class BetaStreamReader(DataSourceStreamReader):
             last = min(last, begin + self.max_records)
         fetched = True
         if self.spool_dir and stream and last > begin:
-            last, fetched = self._spool(begin, last, stream)
+            last, fetched = self._spool(begin, last, stream, generation)
         if fetched:  # the server answered everything asked of it
             self.state.ok()
         if not extra and last <= begin and stream == start.get("stream"):
             return start
-        return self._offset(max(begin, last), stream, **extra)
+        return self._offset(max(begin, last), stream, generation, **extra)
 
-    def _spool(self, begin: int, target: int, stream: str) -> tuple[int, bool]:
+    def _spool(self, begin: int, target: int, stream: str, generation: int = 0) -> tuple[int, bool]:
         """Fetch the records after ``begin`` up to ``target`` that the spool lacks and spool
         them; the last sequence on hand (the batch admits no more) and whether the server
         gave all that was asked. A server that stops answering meanwhile degrades the source,
         keeping what was fetched."""
-        spool = Spool(self.spool_dir or "", stream)
+        spool = self._spool_of(stream, generation)
         have = spool.covered_until(begin)
         if have >= target:
             return target, True
@@ -346,14 +372,15 @@ class BetaStreamReader(DataSourceStreamReader):
             resumed_after=resume,
             lost_records=(resume - begin) if same and resume > begin else None,
             reason=problem,
+            generation=generation_of(start) + 1,
         )
         return resume
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         lo, hi = int(end.get("from", start["sequence"])), int(end["sequence"])
-        stream = end.get("stream")
+        stream, generation = end.get("stream"), generation_of(end)
         return [
-            BetaRange(a, min(a + self.partition_size, hi), stream)
+            BetaRange(a, min(a + self.partition_size, hi), stream, generation)
             for a in range(lo, hi, self.partition_size)
         ]
 
@@ -364,7 +391,8 @@ class BetaStreamReader(DataSourceStreamReader):
         assert isinstance(partition, BetaRange)
         rows: Iterator[tuple[int, str]] | list[tuple[int, str]] | None = None
         if self.spool_dir and partition.stream:
-            rows = Spool(self.spool_dir, partition.stream).read(partition.since, partition.until)
+            spool = self._spool_of(partition.stream, getattr(partition, "generation", 0))
+            rows = spool.read(partition.since, partition.until)
         if rows is None:
             rows = fetch_range(
                 self.url,
@@ -385,7 +413,7 @@ class BetaStreamReader(DataSourceStreamReader):
     def commit(self, end: dict) -> None:
         """Prune the spool up to ``end`` (the server keeps a bounded history on its own)."""
         if self.spool_dir and end.get("stream"):
-            Spool(self.spool_dir, str(end["stream"])).prune(int(end["sequence"]))
+            self._spool_of(str(end["stream"]), generation_of(end)).prune(int(end["sequence"]))
 
 
 def fields_of(options: dict[str, str]) -> Fields | None:

@@ -7,7 +7,8 @@ answering therefore never stalls a batch already planned (the query's other sour
 and it cannot be asked twice for the same records by the stages of one job: a stage whose
 range another stage spooled reads that file.
 
-Layout: ``<spool dir>/<stream>/<first:012d>-<last:012d>.jsonl``, one ``<sequence>\\t<raw JSON>``
+Layout: ``<spool dir>/<history>/<first:012d>-<last:012d>.jsonl`` (the history is the stream,
+and its generation after an accepted reset: :func:`history_key`), one ``<sequence>\\t<raw JSON>``
 line per record, written aside and renamed (a file is whole or absent). Files may overlap;
 a range is read from the files that cover it contiguously. The spool is a cache: a range it
 does not cover (pruned, or written by no one) is read from the upstream, which replays it.
@@ -26,6 +27,12 @@ _NAME = re.compile(r"^(\d{12})-(\d{12})\.jsonl$")
 PRUNE_AGE_S = 120.0
 """A file is removed once a reader committed past it and it is this old (a stage behind by
 more reads from the upstream)."""
+
+
+def history_key(stream: str, generation: int = 0) -> str:
+    """The spool's name for one history of a stream: the stream id, with ``.g<generation>``
+    after the first accepted reset (records of two histories never share a directory)."""
+    return stream if not generation else f"{stream}.g{generation}"
 
 
 class Spool:

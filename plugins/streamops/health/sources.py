@@ -82,11 +82,23 @@ def _reported(
         recent = obs.now - newest < t.recent_loss_window
         last = events[-1]
         detail = ", ".join(f"{k}={v}" for k, v in last.items() if k != "at")
+        if kind == "losses":
+            detail += f"; {_skipped(events)}"
         out.append(CheckResult("sources", name, Level.WARN if recent else Level.OK,
                                f"job {job}: source {source} has {len(events)} {what}(s), the "
                                f"last at {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(newest))}"
                                f" UTC ({detail})"))  # fmt: skip
     return out
+
+
+def _skipped(losses: list[dict[str, Any]]) -> str:
+    """How many records the accepted losses skipped in all, where that is knowable."""
+    known = [int(e["lost_records"]) for e in losses if e.get("lost_records") is not None]
+    unknown = len(losses) - len(known)
+    text = f"{sum(known)} records skipped in all"
+    if unknown:
+        text += f", plus an unknown number in {unknown} reset(s) to another stream"
+    return text
 
 
 def _backlog_result(

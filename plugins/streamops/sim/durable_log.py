@@ -2,12 +2,16 @@
 
 Layout of a data directory::
 
-    <data_dir>/stream.json            {"stream": "<uuid4 hex>", "created_at": "<ISO UTC>"}
+    <data_dir>/log/stream.json        {"stream": "<uuid4 hex>", "created_at": "<ISO UTC>"}
     <data_dir>/log/<first:012d>.jsonl one segment: the raw JSON text of each record, one a line
     <data_dir>/lock                   held (flock) by the one process writing the log
 
 The stream id names one unbroken sequence of records: a reader that kept a committed
-sequence may go on from it only while the stream id is the same. A segment holds the
+sequence may go on from it only while the stream id is the same. The id lives inside the log
+directory, so it goes with the records: a log that was deleted (or never written) is a new
+stream, whatever else survived in the data directory. (An id left at ``<data_dir>/stream.json``
+by older versions is moved into ``log/`` when that log still holds segments, and discarded,
+with a warning naming it, when it does not.) A segment holds the
 records ``first, first + 1, ...`` byte for byte as served. :meth:`DurableLog.append` writes
 and flushes each batch before the simulator serves it (flushed, not fsync'd: a killed
 process loses nothing, a machine crash may lose the newest records). Opening a directory
@@ -145,7 +149,19 @@ class DurableLog:
         return sorted(found, key=lambda s: s.first)
 
     def _read_or_create_identity(self) -> tuple[str, str]:
-        path = self.directory / "stream.json"
+        path = self.log_dir / "stream.json"
+        legacy = self.directory / "stream.json"
+        if legacy.exists() and not path.exists():
+            if self._segments:  # the layout of older versions: the id moves with its log
+                os.replace(legacy, path)
+            else:
+                log.warning(
+                    "fleetsim-beta: %s names a stream whose log is gone (%s holds no segment): "
+                    "starting a new stream; readers committed on the old one will see the reset",
+                    legacy,
+                    self.log_dir,
+                )
+                legacy.unlink()
         try:
             data = read_json(path)
         except (OSError, ValueError) as exc:

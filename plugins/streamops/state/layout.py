@@ -20,7 +20,7 @@ module, so a path is spelled in exactly one place::
     <root>/airflow/                            AIRFLOW_HOME of the embedded Airflow
     <root>/journals/                           what the simulators emitted (the oracle)
     <root>/data/alpha/                         default drop directory of fleetsim-alpha
-    <root>/data/beta/                          fleetsim-beta's durable log (stream.json, log/)
+    <root>/data/beta/                          fleetsim-beta's durable log (log/: id, segments)
 """
 
 from __future__ import annotations

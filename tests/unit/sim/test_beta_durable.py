@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import socket
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def test_a_restart_keeps_the_stream_and_goes_on_at_the_next_sequence(tmp_path: P
         raws = first.state.read(0, 1000)
     finally:
         first.stop()
-    identity = json.loads((tmp_path / "stream.json").read_text())
+    identity = json.loads((tmp_path / "log" / "stream.json").read_text())
     assert identity["stream"] == stream and len(stream) == 32 and identity["created_at"]
     lines = segment_lines(tmp_path)
     assert list(lines) == [1, 129, 257] and [len(v) for v in lines.values()] == [128, 128, 44]
@@ -85,9 +86,47 @@ def test_a_restart_keeps_the_stream_and_goes_on_at_the_next_sequence(tmp_path: P
         assert second.emitted == 200
     finally:
         second.stop()
-    assert json.loads((tmp_path / "stream.json").read_text()) == identity
+    assert json.loads((tmp_path / "log" / "stream.json").read_text()) == identity
     lines = segment_lines(tmp_path)
     assert list(lines) == [1, 129, 257, 385] and len(lines[257]) == 128 and len(lines[385]) == 116
+
+
+def test_a_log_that_was_deleted_is_a_new_stream_whatever_else_survived(tmp_path: Path) -> None:
+    first = run(beta(tmp_path, 300))
+    old = first.stream
+    first.stop()
+    shutil.rmtree(tmp_path / "log")  # the records are gone; the data directory is not
+    second = beta(tmp_path, 50)
+    try:
+        assert second.stream != old
+        run(second)
+        assert head(second) == {"stream": second.stream, "first": 1, "last": 50, "emitted": 50}
+    finally:
+        second.stop()
+
+
+def test_an_identity_of_the_older_layout_moves_with_its_log_or_is_discarded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run(beta(tmp_path, 30)).stop()
+    kept = tmp_path / "kept"
+    (tmp_path / "log").rename(kept)
+    (kept / "stream.json").rename(tmp_path / "stream.json")  # as older versions laid it out
+    stream = json.loads((tmp_path / "stream.json").read_text())["stream"]
+    (tmp_path / "log").mkdir()
+    for segment in kept.glob("*.jsonl"):
+        segment.rename(tmp_path / "log" / segment.name)
+    again = beta(tmp_path, 0)
+    assert again.stream == stream and not (tmp_path / "stream.json").exists()
+    again.stop()
+    # an identity of the older layout beside a log that is gone is not taken
+    (tmp_path / "log" / "stream.json").rename(tmp_path / "stream.json")
+    for segment in (tmp_path / "log").glob("*.jsonl"):
+        segment.unlink()
+    with caplog.at_level(logging.WARNING):
+        fresh = beta(tmp_path, 0)
+    fresh.stop()
+    assert fresh.stream != stream and "whose log is gone" in caplog.text
 
 
 def test_without_a_data_dir_every_simulator_is_a_new_stream(tmp_path: Path) -> None:
@@ -248,9 +287,9 @@ def test_cli_data_dir_keeps_the_stream_across_runs(tmp_path: Path) -> None:
     assert args.data_dir == str(data_dir)
     settings = Settings.from_env(environ={}, state_root=tmp_path)
     assert args.handler(args, settings) == 0
-    stream = json.loads((data_dir / "stream.json").read_text())["stream"]
+    stream = json.loads((data_dir / "log" / "stream.json").read_text())["stream"]
     assert args.handler(args, settings) == 0
-    assert json.loads((data_dir / "stream.json").read_text())["stream"] == stream
+    assert json.loads((data_dir / "log" / "stream.json").read_text())["stream"] == stream
     records = [json.loads(line) for line in segment_lines(data_dir)[1]]
     assert [r["sequence"] for r in records] == list(range(1, 101))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -352,6 +353,98 @@ def test_a_server_failing_mid_fetch_admits_what_was_fetched(tmp_path: Path) -> N
         assert source.state.failures == 2  # still degraded, the backoff grows
     finally:
         server.stop()
+
+
+def test_an_accepted_rewind_of_the_same_stream_never_serves_the_old_history_from_the_spool(
+    tmp_path: Path,
+) -> None:
+    """The server still names stream ``s`` but went back to sequence 50 with other records
+    (a log that lost its tail): the spool's records of the old history at those sequences
+    must not be read as the new ones."""
+    app = FastAPI()
+
+    @app.get("/head")
+    async def head() -> dict:
+        return {"first": 1, "last": 50, "emitted": 50, "stream": "s"}
+
+    @app.get("/pings")
+    async def pings(since: int, limit: int) -> JSONResponse:
+        upto = min(since + limit, 50)
+        records = [{"sequence": n, "vin": "NEW"} for n in range(since + 1, upto + 1)]
+        return JSONResponse(records, headers={"X-Stream-Id": "s"})
+
+    spool_dir = tmp_path / "spool"
+    old = [json.dumps({"sequence": n, "vin": "OLD"}) for n in range(1, 301)]
+    Spool(spool_dir, "s").write(1, old)  # what a stage ahead fetched of the old history
+    server = ServerThread(app, port=0)
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{server.port}/pings"
+        source = reader(url, tmp_path / "state", spool_dir=str(spool_dir),
+                        on_source_reset="restart_from_earliest")  # fmt: skip
+        start = {"source": "fleetsim-beta", "sequence": 300, "stream": "s"}
+        end = source.latestOffset(start, ReadAllAvailable())
+        rows = [row for p in source.partitions(start, end) for row in read_rows(source, p)]
+        assert [seq for seq, _ in rows] == list(range(1, 51))
+        assert {json.loads(raw)["vin"] for _, raw in rows} == {"NEW"}
+        assert end["generation"] == 1 and end["from"] == 0 and end["sequence"] == 50
+        (loss,) = state_file(tmp_path / "state")["losses"]
+        assert loss["committed"] == 300 and loss["generation"] == 1
+        # the next batch stays in the new generation; a restarted query resumes in it too
+        assert source.latestOffset(end, ReadAllAvailable()) == end
+        again = reader(url, spool_dir=str(spool_dir), start_offset=json.dumps(end))
+        assert again.initialOffset()["generation"] == 1
+    finally:
+        server.stop()
+
+
+def test_a_deleted_log_is_a_reset_for_every_stage_even_one_behind(tmp_path: Path) -> None:
+    """Two stages share the spool, one ahead of the other; fleetsim-beta's log is deleted and
+    the server restarted on the same data directory. Both stages see the reset (fail), and
+    after the loss is accepted neither reads a record of the old history as a new one."""
+    data_dir, spool_dir = tmp_path / "beta", str(tmp_path / "spool")
+    port = _free_port()
+    first = BetaSimulator(port=port, rate=100_000, max_pings=300, history=1000, data_dir=data_dir)
+    first.start()
+    try:
+        assert first.wait_done(30)
+        url, old_stream = first.url, stream_of(first)
+        ahead, behind = reader(url, spool_dir=spool_dir), reader(url, spool_dir=spool_dir)
+        zero = {"source": "fleetsim-beta", "sequence": 0, "stream": old_stream}
+        ahead_end = ahead.latestOffset(zero, ReadAllAvailable())
+        behind_end = behind.latestOffset(zero, ReadMaxRows(100))
+        assert (ahead_end["sequence"], behind_end["sequence"]) == (300, 100)
+        old_raws = first.state.read(0, 300)
+    finally:
+        first.stop()
+    shutil.rmtree(data_dir / "log")
+    second = BetaSimulator(port=port, rate=100_000, max_pings=400, history=1000,
+                           data_dir=data_dir)  # fmt: skip
+    second.start()
+    try:
+        assert second.wait_done(30)
+        assert stream_of(second) != old_stream
+        for start in (ahead_end, behind_end):
+            with pytest.raises(SourceResetError, match="another stream"):
+                reader(url, spool_dir=spool_dir).latestOffset(start, ReadAllAvailable())
+        accepting = reader(url, tmp_path / "state", spool_dir=spool_dir,
+                           on_source_reset="restart_from_earliest")  # fmt: skip
+        end = accepting.latestOffset(behind_end, ReadAllAvailable())
+        rows = [r for p in accepting.partitions(behind_end, end) for r in read_rows(accepting, p)]
+        assert [seq for seq, _ in rows] == list(range(1, 401))
+        assert [raw for _, raw in rows] == [json.dumps(json.loads(r), separators=(",", ":"))
+                                             for r in second.state.read(0, 400)]  # fmt: skip
+        assert not {raw for _, raw in rows} & set(old_raws)
+        (loss,) = state_file(tmp_path / "state")["losses"]
+        assert loss["old_stream"] == old_stream and loss["committed"] == 100
+    finally:
+        second.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def test_spool_chains_overlapping_files_and_prunes_old_ones(tmp_path: Path) -> None:

@@ -105,3 +105,9 @@ def test_an_accepted_loss_shows(settings: Settings, beta: BetaSimulator) -> None
         settings, beta, at, sources_state={f"beta:{beta.url}": {"losses": [old]}}
     )
     assert level is Level.OK and "lost_records=80" in message  # never out of sight
+    other = {"at": NOW - 30, "committed": 300, "old_stream": "s", "lost_records": None}
+    level, message = judge(
+        settings, beta, at, sources_state={f"beta:{beta.url}": {"losses": [old, other]}}
+    )
+    assert level is Level.WARN and "2 accepted loss(s)" in message
+    assert "80 records skipped in all, plus an unknown number in 1 reset(s)" in message
