@@ -5,7 +5,9 @@ process group, its pid file under ``<state>/services/fleetsim-<sim>.json`` and i
 ``<state>/cluster/logs/fleetsim-<sim>.log``, the names ``streamops up`` uses, so ``streamops
 down`` stops it too and ``up`` finds it running. It runs ``streamops sim <sim>`` with the state
 root's defaults (beta's and trades' log under ``<state>/data/``, so a restart keeps the
-stream) and the options given, which win. Stopping is SIGTERM, up to 10 s for the simulator
+stream), then the flags it was last started with (by ``streamops up`` or ``sim start``: its
+rate, vehicles and journal are kept in ``<state>/services/fleetsim-<sim>.options``), then the
+options given, which win. Stopping is SIGTERM, up to 10 s for the simulator
 to close its files, then SIGKILL of its group. The status reads the port the simulator
 logged it serves on, and the records it emitted from its ``/head`` (servers) or its last
 progress line (alpha).
@@ -77,6 +79,27 @@ def command(settings: Settings, sim: str, options: Sequence[str] = ()) -> list[s
             "sim", sim, *defaults[sim], *options]  # fmt: skip
 
 
+def _options_file(settings: Settings, sim: str) -> Path:
+    return settings.layout.service_pid_file(service_name(sim)).with_suffix(".options")
+
+
+def remember(settings: Settings, sim: str, options: Sequence[str]) -> None:
+    """Keep the flags ``sim`` was started with (by ``up`` or ``sim start``), so that a later
+    ``sim start SIM`` without them starts the same simulator, not the defaults."""
+    path = _options_file(settings, sim)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(list(options)), encoding="utf-8")
+
+
+def remembered(settings: Settings, sim: str) -> list[str]:
+    """The flags ``sim`` was last started with (none if it never was)."""
+    try:
+        found = json.loads(_options_file(settings, sim).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [str(x) for x in found] if isinstance(found, list) else []
+
+
 def _log_since_start(record: PidRecord) -> str:
     try:
         with open(record.log, "rb") as fh:
@@ -129,12 +152,15 @@ def _ready(found: SimStatus, record: PidRecord) -> bool:
 def start(
     settings: Settings, sim: str, options: Sequence[str] = (), timeout: float = 60.0
 ) -> tuple[SimStatus, bool]:
-    """Start ``sim`` in the background unless it runs; return its status once it serves
-    (a server answers ``/head``; alpha logged its start), and whether it was started now."""
+    """Start ``sim`` in the background unless it runs, with the flags it was last started
+    with (by ``up`` or here) and then ``options``; return its status once it serves (a server
+    answers ``/head``; alpha logged its start), and whether it was started now."""
     service = service_name(sim)
     if running_service(settings, service) is not None:
         return _status(settings, sim), False
+    options = [*remembered(settings, sim), *options]  # the flags given now win
     record = start_service(settings, service, command(settings, sim, options))
+    remember(settings, sim, options)
     deadline = time.monotonic() + timeout
     while True:
         found = _status(settings, sim)

@@ -24,6 +24,8 @@ from streamops.jobs import JobRegistry
 from streamops.procedures import describe_ahead
 from streamops.settings import Settings
 from streamops.sim.background import command as simulator_command
+from streamops.sim.background import remember as remember_simulator
+from streamops.sim.background import service_name
 from streamops.spec import load_spec
 from streamops.stack.airflow_stack import AirflowStack
 from streamops.stack.services import start_service, stop_services
@@ -41,17 +43,24 @@ class StackOptions:
     airflow: bool = True
 
 
-def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list[str]]:
-    """fleetsim-beta and fleetsim-alpha as ``streamops sim start`` runs them, with journals."""
+def simulator_options(settings: Settings, opts: StackOptions) -> dict[str, list[str]]:
+    """The flags of fleetsim-beta and fleetsim-alpha in the stack, with journals."""
     journals = settings.layout.journals_dir
     common = ["--rate", str(opts.rate), "--vehicles", str(opts.vehicles)]
     return {
-        "fleetsim-beta": simulator_command(settings, "beta", [
-            "--port", str(opts.beta_port), "--journal", str(journals / "beta.jsonl"), *common]),
-        "fleetsim-alpha": simulator_command(settings, "alpha", [
-            "--dir", str(settings.layout.alpha_dir),
-            "--journal", str(journals / "alpha.jsonl"), *common]),
+        "beta": ["--port", str(opts.beta_port), "--journal", str(journals / "beta.jsonl"),
+                 *common],
+        "alpha": ["--dir", str(settings.layout.alpha_dir),
+                  "--journal", str(journals / "alpha.jsonl"), *common],
     }  # fmt: skip
+
+
+def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list[str]]:
+    """fleetsim-beta and fleetsim-alpha as ``streamops sim start`` runs them, with journals."""
+    return {
+        service_name(sim): simulator_command(settings, sim, options)
+        for sim, options in simulator_options(settings, opts).items()
+    }
 
 
 def dashboard_command(settings: Settings) -> list[str]:
@@ -79,8 +88,9 @@ def up(settings: Settings, opts: StackOptions) -> None:
     spec = load_spec(opts.spec)
     LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir)).start()
     settings.layout.journals_dir.mkdir(parents=True, exist_ok=True)
-    for name, argv in simulator_commands(settings, opts).items():
-        start_service(settings, name, argv)
+    for sim, options in simulator_options(settings, opts).items():
+        start_service(settings, service_name(sim), simulator_command(settings, sim, options))
+        remember_simulator(settings, sim, options)  # `sim start SIM` starts it so again
     start_service(settings, "dashboard", dashboard_command(settings), env=settings.to_env())
     airflow = AirflowStack(settings) if opts.airflow else None
     if airflow is not None:

@@ -76,9 +76,12 @@ def test_sim_start_status_stop_start(
 
     last = head_after_restart = None
     try:
-        cli(state_root, capsys, "sim", "start", "beta", "--port", str(port), "--rate", "50")
+        # started again without flags: the ones it was last started with, not the defaults
+        cli(state_root, capsys, "sim", "start", "beta")
         second = wait_emitted(state_root, capsys)
-        assert second["running"] and second["pid"] != pid
+        assert second["running"] and second["pid"] != pid and second["port"] == port
+        settings = Settings.from_env({}, state_root=str(state_root))
+        assert background.remembered(settings, "beta")[-2:] == ["--rate", "50"]
         head_after_restart = head(port)
         last = head_after_restart["last"]
     finally:
