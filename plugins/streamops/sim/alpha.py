@@ -165,6 +165,7 @@ class AlphaSimulator(SimulatorRun):
                 stopped=lambda: stop.is_set() or self._stop.is_set(),
                 wait=lambda: stop.wait(tick),
                 after_emit=self._publish_if_old,
+                on_pause=self._publish,
             )
             self._publish()
             log.info(

@@ -292,6 +292,11 @@ class Pacer:
         """Whether ``max_pings`` records have been granted."""
         return self.max_pings is not None and self._granted >= self.max_pings
 
+    def forgive(self) -> None:
+        """Owe nothing for the time until the next :meth:`due` (emission was held)."""
+        if self._start is not None:
+            self._start = self._monotonic() - self._granted / self.rate
+
     def due(self) -> int:
         """How many records to emit now; the caller must emit exactly that many."""
         now = self._monotonic()

@@ -75,6 +75,21 @@ class SimulatorRun:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._next_sequence = 1
+        self._paused = threading.Event()
+        self._quiet = threading.Event()
+
+    def pause(self, timeout: float = 30.0) -> None:
+        """Hold emission (a drill's check point); returns once the generator has published
+        everything it emitted (alpha's partial file) and emits nothing more until
+        :meth:`resume`. The server, if any, goes on answering."""
+        self._quiet.clear()
+        self._paused.set()
+        if not self._quiet.wait(timeout) and not self._done.is_set():
+            raise SimulatorError(f"fleetsim-{self.source} did not pause within {timeout:.0f}s")
+
+    def resume(self) -> None:
+        """Emit again after :meth:`pause` (the paused time is not made up in a burst)."""
+        self._paused.clear()
 
     @property
     def done(self) -> bool:
@@ -98,12 +113,22 @@ class SimulatorRun:
         stopped: Callable[[], bool],
         wait: Callable[[], object],
         after_emit: Callable[[], None] | None = None,
+        on_pause: Callable[[], None] | None = None,
     ) -> None:
         """Emit the due records at ``rate`` until ``stopped()`` or ``max_pings``; ``wait()``
-        between ticks, ``after_emit()`` after each tick's emission."""
+        between ticks, ``after_emit()`` after each tick's emission, ``on_pause()`` once when
+        :meth:`pause` holds the emission."""
         pacer = Pacer(self.rate, self.max_pings)
         stamps = Timestamps(self._clock, self.rate)
         while not stopped():
+            if self._paused.is_set():
+                if not self._quiet.is_set():
+                    if on_pause is not None:
+                        on_pause()
+                    self._quiet.set()
+                pacer.forgive()
+                wait()
+                continue
             due = pacer.due()
             if due:
                 emit(stamps.take(due))
