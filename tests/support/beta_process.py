@@ -42,7 +42,8 @@ class BetaProcess:
                 "--data-dir", str(self.data_dir), "--journal", str(self.journal),
                 "--seed", str(self.seed), "--vehicles", str(self.vehicles),
                 "--rate", str(self.rate), "--malformed-every", str(self.malformed_every),
-                "--progress-every", "5", "--linger"]  # fmt: skip
+                "--progress-every", "5", "--linger",
+                "--pause-file", str(self.pause_file)]  # fmt: skip
         if max_pings is not None:
             argv += ["--max-pings", str(max_pings)]
         with self.log.open("ab") as out:
@@ -58,6 +59,24 @@ class BetaProcess:
             except requests.RequestException:
                 time.sleep(0.2)
         raise AssertionError(f"fleetsim-beta did not answer on port {self.port}")
+
+    @property
+    def pause_file(self) -> Path:
+        return self.log.with_suffix(".pause")
+
+    def pause(self) -> int:
+        """Hold emission (the server answers on); the last sequence once it stopped moving."""
+        self.pause_file.touch()
+        last = -1
+        while True:
+            time.sleep(0.2)  # the generator looks at the file every 20 ms
+            now = int(self.head()["last"])
+            if now == last:
+                return now
+            last = now
+
+    def resume(self) -> None:
+        self.pause_file.unlink(missing_ok=True)
 
     def head(self) -> dict[str, Any]:
         resp = requests.get(f"{self.base_url}/head", timeout=5)

@@ -132,6 +132,8 @@ class AlphaSimulator(SimulatorRun):
         self._next_file = 1
         self._emitted = 0
         self._files_written = 0
+        self._hold_next = False
+        self._held_files: list[tuple[Path, Path, list[JournalRecord]]] = []
 
     # --- observation --------------------------------------------------------------------
     @property
@@ -165,9 +167,9 @@ class AlphaSimulator(SimulatorRun):
                 stopped=lambda: stop.is_set() or self._stop.is_set(),
                 wait=lambda: stop.wait(tick),
                 after_emit=self._publish_if_old,
-                on_pause=self._publish,
+                on_pause=self._publish_all,
             )
-            self._publish()
+            self._publish_all()
             log.info(
                 "fleetsim-alpha stopped: %d records in %d files, last sequence %d",
                 self._emitted,
@@ -269,16 +271,38 @@ class AlphaSimulator(SimulatorRun):
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(temp, final)
-        if self._journal is not None:
-            self._journal.append(
-                JournalRecord("alpha", seq, ping is None, reason, raw, ping, name)
-                for seq, raw, ping, reason in self._pending
-            )
+        entries = [
+            JournalRecord("alpha", seq, ping is None, reason, raw, ping, name)
+            for seq, raw, ping, reason in self._pending
+        ]
         self._emitted += len(self._pending)
         self._files_written += 1
         self._next_file += 1
         self._pending = []
+        if self._hold_next:  # published late: after the next file (a drill's fault)
+            self._hold_next = False
+            self._held_files.append((temp, final, entries))
+            return
+        os.rename(temp, final)
+        if self._journal is not None:
+            self._journal.append(entries)
+        self._release_held()
+
+    def hold_back_next_file(self) -> None:
+        """Publish the next file late, after the one that follows it (or at a pause or the
+        end): it then appears with a name below a file a reader may already have read."""
+        self._hold_next = True
+
+    def _release_held(self) -> None:
+        for temp, final, entries in self._held_files:
+            os.rename(temp, final)
+            if self._journal is not None:
+                self._journal.append(entries)
+        self._held_files = []
+
+    def _publish_all(self) -> None:
+        self._publish()
+        self._release_held()
 
 
 def run_from_args(args: argparse.Namespace, settings: Settings) -> int:

@@ -34,6 +34,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import uvicorn
@@ -449,6 +450,8 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
         vin_prefix=args.vin_prefix,
         data_dir=args.data_dir,
     )
+    if args.pause_file:
+        sim.pause_file = Path(args.pause_file)
     log.info("fleetsim-beta stream %s, next sequence %d", sim.stream, sim.state.head()["last"] + 1)
     return run_foreground(sim, progress_every=args.progress_every, linger=args.linger)
 

@@ -88,6 +88,10 @@ def add_beta_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``sim beta``."""
     add_server_arguments(parser)
     add_common_arguments(parser, seed=2, vin_prefix="1B")
+    parser.add_argument(
+        "--pause-file", default=None, metavar="PATH",
+        help="while this file exists, emit nothing (the server answers on): a drill's hold",
+    )  # fmt: skip
 
 
 def add_alpha_arguments(parser: argparse.ArgumentParser) -> None:

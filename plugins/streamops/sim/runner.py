@@ -77,6 +77,12 @@ class SimulatorRun:
         self._next_sequence = 1
         self._paused = threading.Event()
         self._quiet = threading.Event()
+        self.pause_file: Path | None = None
+        """While this file exists, emission holds as after :meth:`pause` (another process's
+        hold: ``sim beta --pause-file``)."""
+
+    def _held(self) -> bool:
+        return self._paused.is_set() or (self.pause_file is not None and self.pause_file.exists())
 
     def pause(self, timeout: float = 30.0) -> None:
         """Hold emission (a drill's check point); returns once the generator has published
@@ -121,7 +127,7 @@ class SimulatorRun:
         pacer = Pacer(self.rate, self.max_pings)
         stamps = Timestamps(self._clock, self.rate)
         while not stopped():
-            if self._paused.is_set():
+            if self._held():
                 if not self._quiet.is_set():
                     if on_pause is not None:
                         on_pause()
@@ -129,6 +135,7 @@ class SimulatorRun:
                 pacer.forgive()
                 wait()
                 continue
+            self._quiet.clear()
             due = pacer.due()
             if due:
                 emit(stamps.take(due))

@@ -49,3 +49,22 @@ def test_a_paused_beta_serves_and_emits_nothing(tmp_path: Path) -> None:
         assert emitted < sim.emitted < emitted + 2 * 200
     finally:
         sim.stop()
+
+
+def test_a_file_held_back_appears_after_the_next_one(tmp_path: Path) -> None:
+    drop = tmp_path / "drop"
+    sim = AlphaSimulator(drop, rate=400, pings_per_file=20, max_file_age=60,
+                         journal=tmp_path / "a.jsonl")  # fmt: skip
+    sim.start()
+    try:
+        sim.hold_back_next_file()
+        time.sleep(0.5)
+    finally:
+        sim.stop()
+    # the journal is written as each file is renamed into place: the order files appeared
+    appeared = list(dict.fromkeys(r.file for r in read_journal(tmp_path / "a.jsonl")))
+    assert len(appeared) >= 3 and appeared != sorted(appeared)  # one came late
+    journal = read_journal(tmp_path / "a.jsonl")
+    assert sorted(r.sequence for r in journal) == list(range(1, len(journal) + 1))
+    on_disk = sum(len(p.read_text().splitlines()) for p in drop.glob("pings-*.csv"))
+    assert on_disk == len(journal) == sim.emitted

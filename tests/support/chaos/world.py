@@ -1,0 +1,209 @@
+"""The world a chaos campaign acts on: one fleet-pings job on a real cluster, fleetsim-alpha
+in this process and fleetsim-beta as a process of its own (so it can be frozen, killed,
+restarted on its log, or lose its log), both flowing all the time except while the oracle
+looks.
+
+The oracle (:meth:`ChaosWorld.check`) holds both simulators, waits until every stage has read
+everything they emitted, and compares each sink with its batch recomputation over exactly
+the records that stage was given: every record, except those of a beta history a stage had
+not read when the loss of that history was accepted (:class:`AcceptedLoss`, one per stage,
+taken from the stage's checkpoint when the job stopped on the reset).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from support.beta_process import BetaProcess
+from support.integration import ClusterHandle, describe_job, wait_until
+
+from spark_jobs.runtime.savepointing import committed_offsets
+from spark_jobs.sinks import store
+from streamops.jobs import JobRegistry
+from streamops.sim import AlphaSimulator, read_journal
+from streamops.sim.journal import JournalRecord, valid_pings
+from streamops.sim.oracle import (
+    Comparison,
+    compare_vehicles,
+    compare_windows,
+    latest_per_vin,
+    tumbling_windows,
+)
+from streamops.spec import JobSpec, load_spec
+from streamops.state.checkpoint_cut import last_batch
+
+CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
+STAGES = ("vehicles", "vehicle-stats-1m")
+
+
+@dataclass(frozen=True)
+class AcceptedLoss:
+    """A beta history given up: each stage had read it up to ``read_until[stage]``."""
+
+    history: int
+    read_until: dict[str, int]
+    emitted: int
+
+    def lost(self, stage: str) -> int:
+        return max(0, self.emitted - self.read_until.get(stage, 0))
+
+
+@dataclass
+class ChaosWorld:
+    cluster: ClusterHandle
+    workdir: Path
+    beta_port: int
+    job: str = "fleet-chaos"
+    rate: float = 40
+    vehicles: int = 30
+    standby: str = "none"
+    reset_policy: str = "fail"
+    beta_histories: list[Path] = field(default_factory=list)
+    losses: list[AcceptedLoss] = field(default_factory=list)
+    alpha: AlphaSimulator = field(init=False)
+    beta: BetaProcess = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.alpha_dir = self.workdir / "alpha"
+        self.store_url = f"sqlite:///{self.workdir / 'fleet.db'}"
+        self.alpha = AlphaSimulator(
+            self.alpha_dir, seed=31, vehicles=self.vehicles, rate=self.rate, pings_per_file=40,
+            malformed_every=101, journal=self.workdir / "alpha.jsonl",
+        )  # fmt: skip
+        self.beta_histories.append(self.workdir / "beta-1.jsonl")
+        self.beta = BetaProcess(self.beta_port, self.workdir / "beta-data",
+                                self.beta_histories[-1], self.workdir / "beta.log",
+                                seed=32, vehicles=self.vehicles, rate=self.rate)  # fmt: skip
+
+    # -- the job ---------------------------------------------------------------------------
+    @property
+    def settings(self) -> Any:
+        return self.cluster.settings
+
+    @property
+    def registry(self) -> JobRegistry:
+        return self.cluster.registry
+
+    def spec(self, file: str = "fleet-pings.yaml") -> JobSpec:
+        base = load_spec(CONFIG / file)
+        args = {**base.args, "alpha_dir": str(self.alpha_dir), "beta_url": self.beta.url,
+                "store_url": self.store_url}  # fmt: skip
+        changes: dict[str, object] = {"name": self.job, "trigger_interval": "1 second",
+                                      "args": args, "on_source_reset": self.reset_policy}
+        if self.standby != "none":
+            changes["standby"] = self.standby
+        return base.model_copy(update=changes)
+
+    def spec_file(self, file: str = "fleet-pings.yaml") -> Path:
+        import yaml
+
+        spec = self.spec(file)
+        out = self.workdir / f"{spec.name}-{spec.version}.yaml"
+        out.write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
+        return out
+
+    def describe(self) -> str:
+        return describe_job(self.registry.view(self.job))
+
+    def start(self) -> None:
+        self.beta.start()
+        self.alpha.start()
+
+    def stop(self) -> None:
+        self.alpha.stop()
+        self.beta.stop()
+        if self.registry.view(self.job).is_live:
+            self.registry.cancel(self.job)
+
+    # -- positions -------------------------------------------------------------------------
+    def planned(self) -> dict[str, dict[str, Any]]:
+        """Per stage, the end offsets of the newest batch it planned (committed or not: a
+        restart runs a planned batch again with the same offsets)."""
+        out: dict[str, dict[str, Any]] = {}
+        for stage in STAGES:
+            checkpoint = self.settings.layout.checkpoint(self.job, stage)
+            merged: dict[str, Any] = {}
+            for offset in committed_offsets(checkpoint, last_batch(checkpoint / "offsets")):
+                merged.update(offset)
+            out[stage] = merged
+        return out
+
+    def committed(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for stage in STAGES:
+            checkpoint = self.settings.layout.checkpoint(self.job, stage)
+            merged: dict[str, Any] = {}
+            for offset in committed_offsets(checkpoint, last_batch(checkpoint / "commits")):
+                merged.update(offset)
+            out[stage] = merged
+        return out
+
+    def lose_beta_history(self) -> None:
+        """Note that the current beta history is given up; the next one is journaled apart."""
+        planned = self.planned()
+        emitted = max((r.sequence for r in read_journal(self.beta_histories[-1])), default=0)
+        read_until = {s: int(planned[s].get("sequence") or 0) for s in STAGES}
+        self.losses.append(AcceptedLoss(len(self.beta_histories), read_until, emitted))
+        self.beta_histories.append(self.workdir / f"beta-{len(self.beta_histories) + 1}.jsonl")
+        self.beta.journal = self.beta_histories[-1]
+
+    # -- the oracle ------------------------------------------------------------------------
+    def records_for(self, stage: str) -> list[JournalRecord]:
+        """What ``stage`` was given: alpha's records, and each beta history up to where the
+        stage had read it when it was given up (all of the current one)."""
+        records = read_journal(self.workdir / "alpha.jsonl")
+        until = {loss.history: loss.read_until[stage] for loss in self.losses}
+        for number, path in enumerate(self.beta_histories, start=1):
+            limit = until.get(number)
+            records += [r for r in read_journal(path) if limit is None or r.sequence <= limit]
+        return records
+
+    def hold(self) -> dict[str, Any]:
+        """Hold both simulators; the positions every stage must reach."""
+        self.alpha.pause()
+        last = self.beta.pause()
+        files = sorted(p.name for p in self.alpha_dir.glob("pings-*.csv"))
+        return {"file": files[-1] if files else "", "sequence": last}
+
+    def release(self) -> None:
+        self.beta.resume()
+        self.alpha.resume()
+
+    def wait_caught_up(self, final: dict[str, Any], timeout: float = 240) -> float:
+        t0 = time.monotonic()
+
+        def caught_up() -> bool:
+            got = self.committed()
+            return all(p.get("file") == final["file"] and p.get("sequence") == final["sequence"]
+                       for p in got.values())  # fmt: skip
+
+        wait_until(caught_up, timeout, f"{self.job} to read up to {final}", interval=0.5,
+                   describe=lambda: f"{self.describe()}; committed {self.committed()}")
+        return time.monotonic() - t0
+
+    def compare(self) -> list[Comparison]:
+        engine = store.engine_for(self.store_url)
+        vehicles = valid_pings(self.records_for("vehicles"))
+        stats = valid_pings(self.records_for("vehicle-stats-1m"))
+        return [
+            compare_vehicles(latest_per_vin(vehicles), store.read_table(engine, store.vehicles)),
+            compare_windows(tumbling_windows(stats), store.read_table(engine, store.vehicle_stats)),
+        ]
+
+    def check(self) -> tuple[list[Comparison], float]:
+        """Hold the simulators, wait until the job read all, compare, release; the
+        comparisons and how long the catch-up took."""
+        final = self.hold()
+        try:
+            took = self.wait_caught_up(final)
+            return self.compare(), took
+        finally:
+            self.release()
+
+    def journal_summary(self) -> str:
+        counts = {p.name: len(read_journal(p)) for p in self.beta_histories}
+        return json.dumps({"alpha": len(read_journal(self.workdir / "alpha.jsonl")), **counts})
