@@ -132,7 +132,8 @@ class AlphaSimulator(SimulatorRun):
         self._next_file = 1
         self._emitted = 0
         self._files_written = 0
-        self._hold_next = False
+        self._hold_next = 0
+        self._hold_for = 0
         self._held_files: list[tuple[Path, Path, list[JournalRecord]]] = []
 
     # --- observation --------------------------------------------------------------------
@@ -279,19 +280,21 @@ class AlphaSimulator(SimulatorRun):
         self._files_written += 1
         self._next_file += 1
         self._pending = []
-        if self._hold_next:  # published late: after the next file (a drill's fault)
-            self._hold_next = False
+        if self._hold_next:  # published late: after the next files (a drill's fault)
+            self._hold_next, self._hold_for = 0, self._hold_next
             self._held_files.append((temp, final, entries))
             return
         os.rename(temp, final)
         if self._journal is not None:
             self._journal.append(entries)
-        self._release_held()
+        self._hold_for -= 1
+        if self._hold_for <= 0:
+            self._release_held()
 
-    def hold_back_next_file(self) -> None:
-        """Publish the next file late, after the one that follows it (or at a pause or the
-        end): it then appears with a name below a file a reader may already have read."""
-        self._hold_next = True
+    def hold_back_next_file(self, after: int = 1) -> None:
+        """Publish the next file late, after the ``after`` files that follow it (or at a pause
+        or the end): it then appears with a name below files a reader may have read."""
+        self._hold_next = max(1, after)
 
     def _release_held(self) -> None:
         for temp, final, entries in self._held_files:

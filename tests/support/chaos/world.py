@@ -142,15 +142,6 @@ class ChaosWorld:
             out[stage] = merged
         return out
 
-    def lose_beta_history(self) -> None:
-        """Note that the current beta history is given up; the next one is journaled apart."""
-        planned = self.planned()
-        emitted = max((r.sequence for r in read_journal(self.beta_histories[-1])), default=0)
-        read_until = {s: int(planned[s].get("sequence") or 0) for s in STAGES}
-        self.losses.append(AcceptedLoss(len(self.beta_histories), read_until, emitted))
-        self.beta_histories.append(self.workdir / f"beta-{len(self.beta_histories) + 1}.jsonl")
-        self.beta.journal = self.beta_histories[-1]
-
     # -- the oracle ------------------------------------------------------------------------
     def records_for(self, stage: str) -> list[JournalRecord]:
         """What ``stage`` was given: alpha's records, and each beta history up to where the

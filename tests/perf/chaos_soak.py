@@ -1,0 +1,115 @@
+"""The long chaos campaign: ``--steps`` faults and procedures drawn by ``--seed`` from the
+whole catalogue (``tests/support/chaos/catalogue.py``: the short campaign's, plus scale
+2 → 3 → 2, upgrade v1 → v2 and back, a full cluster restart switching the jar release), one
+after another on one fleet-pings job while both simulators flow, with the oracle and health
+judged after every step. Prints a line per step, then a table per fault kind: count, median
+and worst time until every stage committed again, lost / duplicated / different rows, the
+health verdicts seen while the job was down. Exits 1 if a step failed (its seed replays it).
+
+    .venv/bin/python tests/perf/chaos_soak.py --steps 60 --seed 7
+    .venv/bin/python tests/perf/chaos_soak.py --only node,node,master   # these, in order
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import discard, free_port, python_loop_seconds
+from support.chaos.campaign import StepReport, replay_hint, run_campaign
+from support.chaos.world import ChaosWorld
+from support.integration import ClusterHandle
+
+from streamops.cluster.local import LocalCluster
+from streamops.cluster.profile import ClusterProfile
+from streamops.procedures.submit import submit_job
+from streamops.settings import Settings
+from streamops.stack.class_training import train_class_archives
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(143)
+
+
+def table(reports: list[StepReport]) -> str:
+    rows = ["| fault | count | failed | every stage again: median / worst | lost / dup / diff "
+            "| health while down |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for name in sorted({r.action for r in reports}):
+        mine = [r for r in reports if r.action == name]
+        times = [r.recovery_s for r in mine if r.recovery_s is not None]
+        med = f"{statistics.median(times):.1f} / {max(times):.1f} s" if times else "-"
+        lost = dup = diff = 0
+        for r in mine:
+            for line in r.oracle:  # "what: N expected, M actual, a missing, b unexpected, ..."
+                lost += _count(line, "missing")
+                dup += _count(line, "unexpected")
+                diff += _count(line, "different")
+        verdicts: dict[str, int] = {}
+        for r in mine:
+            for level, n in r.verdicts_down.items():
+                verdicts[level] = verdicts.get(level, 0) + n
+        seen = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "-"
+        rows.append(f"| {name} | {len(mine)} | {sum(not r.ok for r in mine)} | {med} | "
+                    f"{lost} / {dup} / {diff} | {seen} |")  # fmt: skip
+    return "\n".join(rows)
+
+
+def _count(line: str, word: str) -> int:
+    for part in line.replace(";", ",").split(","):
+        bits = part.split()
+        if len(bits) >= 2 and bits[-1] == word and bits[-2].isdigit():
+            return int(bits[-2])
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
+    parser.add_argument("--only", default="", help="comma-separated actions, in this order")
+    parser.add_argument("--keep-going", action="store_true", help="go on past a failed step")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _exit)
+    print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
+    print(f"chaos soak: seed {args.seed}, {args.steps} steps", flush=True)
+    root = Path(tempfile.mkdtemp(prefix="streamops-chaos-"))
+    settings = Settings.from_env({}, state_root=str(root), master_port=free_port(),
+                                 master_webui_port=free_port(), rest_port=free_port())
+    profile = ClusterProfile.from_mapping(
+        {"workers": 2, "max_workers": 3, "worker_cores": 3, "worker_memory": "3g",
+         "worker_webui_port_base": 0, "jar_release": "r1"})  # fmt: skip
+    cluster = LocalCluster(settings, profile)
+    reports: list[StepReport] = []
+    world = None
+    try:
+        cluster.start()
+        train_class_archives(settings)
+        work = root / "work"
+        work.mkdir()
+        world = ChaosWorld(ClusterHandle(settings, cluster), work, free_port())
+        world.start()
+        submit_job(world.spec(), settings, wait_healthy=300)
+        only = [n for n in args.only.split(",") if n]
+        run_campaign(world, args.seed, len(only) or args.steps, short=False, only=only,
+                     out=reports, stop_at_failure=not args.keep_going)  # fmt: skip
+    finally:
+        if world is not None:
+            world.stop()
+        cluster.stop()
+        failed = [r for r in reports if not r.ok]
+        discard(root, keep=bool(failed))
+    print("\n" + table(reports))
+    if failed:
+        print(f"\n{len(failed)} step(s) failed; {replay_hint(args.seed, args.steps)}")
+        return 1
+    print(f"\n{len(reports)} steps, none failed (seed {args.seed})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""A seeded chaos campaign: actions drawn from the catalogue, one after another on one job
+while both simulators flow, and after each step three judgements:
+
+- the time until every stage commits a batch again (the job left down is a failure);
+- health's verdicts, sampled every couple of seconds through the step: never OK while the
+  declared job has no live driver, or while a stage has not committed for longer than
+  :data:`STALLED_S` outside the oracle's hold;
+- the oracle: every sink equal to its recomputation over the records its stage was given
+  (0 lost, 0 duplicated, 0 different; an accepted loss is counted, per stage, apart).
+
+A failure names the seed and the step; the same seed draws the same actions.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from support.chaos.catalogue import BY_NAME, CATALOGUE, Action
+from support.chaos.world import STAGES, ChaosWorld
+from support.faults import next_batches
+from support.integration import wait_until
+
+from streamops.exceptions import StreamopsError
+from streamops.health.checks import run_checks
+from streamops.health.report import Level, Thresholds
+
+STALLED_S = 60.0
+"""A stage without a commit for this long is stalled (health must not be OK then)."""
+RECOVERY_TIMEOUT_S = 240.0
+THRESHOLDS = Thresholds(max_batch_age=45.0)
+
+
+def draw(seed: int, steps: int, short: bool) -> list[Action]:
+    """The actions of a campaign: a shuffled round of every kind (of the short ones for a
+    short campaign), then the next round, so a campaign of N steps covers min(N, kinds)."""
+    rng = random.Random(seed)
+    pool = [a for a in CATALOGUE if a.short or not short]
+    out: list[Action] = []
+    while len(out) < steps:
+        round_ = pool[:]
+        rng.shuffle(round_)
+        out += round_
+    return out[:steps]
+
+
+@dataclass
+class Sample:
+    at: float
+    level: str
+    live: bool
+    stalled: bool
+    held: bool
+    message: str
+
+
+@dataclass
+class StepReport:
+    number: int
+    action: str
+    kind: str
+    note: str = ""
+    recovery_s: float | None = None
+    catch_up_s: float | None = None
+    oracle: list[str] = field(default_factory=list)
+    oracle_ok: bool = False
+    verdicts_down: dict[str, int] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.oracle_ok and not self.violations and not self.error
+
+    def line(self) -> str:
+        rec = "-" if self.recovery_s is None else f"{self.recovery_s:.1f} s"
+        down = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts_down.items())) or "none"
+        state = "ok" if self.ok else "FAILED"
+        text = (f"step {self.number:2d} {self.action:18s} {state:6s} every stage again {rec:8s}"
+                f" health while down: {down}; {self.note}")  # fmt: skip
+        for problem in [self.error, *self.violations, *([] if self.oracle_ok else self.oracle)]:
+            if problem:
+                text += f"\n      {problem}"
+        return text
+
+
+class HealthWatch(threading.Thread):
+    """Samples health (every group, the declared jobs) and the job's liveness until stopped."""
+
+    def __init__(self, world: ChaosWorld, every: float = 2.0) -> None:
+        super().__init__(name="chaos-health", daemon=True)
+        self.world, self.every = world, every
+        self.samples: list[Sample] = []
+        self.held = threading.Event()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            try:
+                self.samples.append(self._sample())
+            except Exception as exc:  # noqa: BLE001 - a sample that failed is not a verdict
+                self.samples.append(Sample(time.time(), "error", False, False, True, str(exc)))
+            self._halt.wait(self.every)
+
+    def _sample(self) -> Sample:
+        held = self.held.is_set()
+        live = self._live()
+        report = run_checks(self.world.settings, THRESHOLDS)
+        live = live or self._live()  # down only if down before and after
+        now = time.time()
+        newest = newest_batches(self.world, self.world.job)
+        stalled = any(now - newest.get(stage, 0.0) > STALLED_S for stage in STAGES)
+        failing = [r.message for r in report.results if r.level is not Level.OK][:2]
+        return Sample(now, report.level.value, live, stalled, held or self.held.is_set(),
+                      "; ".join(failing) or report.summary()[:200])
+
+    def _live(self) -> bool:
+        """Whether a driver of the job is live: the master's view, or without the master the
+        state root's (a driver holding the job's lease runs on)."""
+        registry, job = self.world.registry, self.world.job
+        try:
+            return registry.view(job).is_live
+        except StreamopsError:
+            return registry.view_from_state(job).is_live
+
+    def between(self, t0: float, t1: float) -> list[Sample]:
+        return [s for s in self.samples if t0 <= s.at <= t1]
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(30)
+
+
+def newest_batches(world: ChaosWorld, job: str) -> dict[str, float]:
+    """Per stage, when it last committed a batch (any driver of the job: the status history)."""
+    path = world.settings.layout.status_history(job)
+    newest: dict[str, float] = {}
+    if not path.is_file():
+        return newest
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        at = float(rec.get("last_batch_at") or 0)
+        if at > newest.get(rec.get("stage"), 0.0):
+            newest[rec["stage"]] = at
+    return newest
+
+
+def judge_health(samples: Sequence[Sample]) -> tuple[dict[str, int], list[str]]:
+    """Verdicts seen while the job was down or stalled, and the samples that said OK then."""
+    seen: dict[str, int] = {}
+    wrong = []
+    for s in samples:
+        down = not s.live or (s.stalled and not s.held)
+        if not down:
+            continue
+        seen[s.level] = seen.get(s.level, 0) + 1
+        if s.level == Level.OK.value:
+            why = "no live driver" if not s.live else f"a stage idle over {STALLED_S:.0f} s"
+            wrong.append(f"health OK at {time.strftime('%H:%M:%S', time.gmtime(s.at))} while "
+                         f"{why}: {s.message}")  # fmt: skip
+    return seen, wrong
+
+
+def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
+             rng: random.Random) -> StepReport:  # fmt: skip
+    report = StepReport(number, action.name, action.kind)
+    t0 = time.time()
+    try:
+        inflicted = action.run(world, rng)
+        report.note = inflicted.note
+        report.recovery_s = float(wait_until(
+            lambda: next_batches(world.cluster, world.job, inflicted.at, set(STAGES)),
+            RECOVERY_TIMEOUT_S, f"every stage to commit again after {action.name}",
+            interval=0.5, describe=world.describe,
+        ))  # type: ignore[arg-type]  # fmt: skip
+        if inflicted.then is not None:
+            inflicted.then()
+        watch.held.set()
+        try:
+            comparisons, report.catch_up_s = world.check()
+        finally:
+            watch.held.clear()
+        report.oracle = [c.summary() for c in comparisons]
+        report.oracle_ok = all(c.ok for c in comparisons)
+    except Exception as exc:  # noqa: BLE001 - reported with the seed by the caller
+        report.error = f"{type(exc).__name__}: {exc}"[:2000]
+    report.verdicts_down, report.violations = judge_health(watch.between(t0, time.time()))
+    return report
+
+
+def run_campaign(world: ChaosWorld, seed: int, steps: int, *, short: bool,
+                 only: Sequence[str] = (), out: list[StepReport] | None = None,
+                 stop_at_failure: bool = True) -> list[StepReport]:  # fmt: skip
+    """Run ``steps`` drawn actions (or the actions named in ``only``, in that order)."""
+    actions = [BY_NAME[n] for n in only] if only else draw(seed, steps, short)
+    rng = random.Random(seed * 7919 + 1)
+    reports = out if out is not None else []
+    watch = HealthWatch(world)
+    watch.start()
+    try:
+        for number, action in enumerate(actions, start=1):
+            if not action.needs(world):
+                reports.append(StepReport(number, action.name, action.kind, note="skipped: "
+                                          "its precondition does not hold", oracle_ok=True))
+                continue
+            report = run_step(world, watch, number, action, rng)
+            reports.append(report)
+            print(report.line(), flush=True)
+            if not report.ok and stop_at_failure:
+                break
+    finally:
+        watch.stop()
+    return reports
+
+
+def replay_hint(seed: int, steps: int) -> str:
+    return (f"seed {seed}: replay with STREAMOPS_CHAOS_SEED={seed} ./scripts/test.sh "
+            f"tests/chaos (or tests/perf/chaos_soak.py --steps {steps} --seed {seed})")

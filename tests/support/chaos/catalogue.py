@@ -1,0 +1,275 @@
+"""The faults and procedures a chaos campaign draws from.
+
+Each :class:`Action` acts on a :class:`~support.chaos.world.ChaosWorld` and returns when its
+fault has been inflicted (a fault) or its procedure has returned (a procedure): the campaign
+then measures the time until every stage commits again, what health said meanwhile, and the
+oracle. ``then`` (if any) runs once the job commits again (e.g. the killed node comes back,
+so the next step finds the cluster as the campaign started it).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
+from support.faults import driver_jvm_pid, kill_node_of
+from support.integration import wait_until
+
+from spark_jobs.runtime.savepointing import committed_offsets
+from streamops.cluster.daemons import MASTER_NAME
+from streamops.health.checks import run_checks
+from streamops.health.report import Level
+from streamops.procedures.restart import restart_job
+from streamops.procedures.savepoint_taking import savepoint_job
+from streamops.procedures.submit import submit_job
+from streamops.sim import read_journal
+
+
+@dataclass
+class Inflicted:
+    """What an action did: when its fault hit (the recovery is measured from there), a note
+    for the report, what to do once the job commits again, and whether the job is expected
+    to be down until an operator acts (the action then acts itself before returning)."""
+
+    at: float
+    note: str = ""
+    then: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    kind: str  # "fault" or "procedure"
+    run: Callable[[ChaosWorld, random.Random], Inflicted]
+    short: bool = True  # drawn by the short campaign too
+    needs: Callable[[ChaosWorld], bool] = field(default=lambda world: True)
+
+
+def _ps_pids(*markers: str) -> list[int]:
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in ps.splitlines()
+            if all(m in line for m in markers)]  # fmt: skip
+
+
+# -- faults of the cluster ----------------------------------------------------------------
+def node(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """kill -9 of the node (worker, driver, executors) that runs the job's driver."""
+    at, worker = kill_node_of(world.cluster, str(world.registry.view(world.job).driver_id))
+    return Inflicted(at, f"killed {worker}", then=lambda: world.cluster.cluster.add_worker(worker))
+
+
+def driver(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """kill -9 of the driver's JVM and its Python children (its worker relaunches it)."""
+    view = world.registry.view(world.job)
+    pid = driver_jvm_pid(str(view.driver_id))
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    at = time.time()
+    for child in [int(p) for p in children.stdout.split()]:
+        _kill(child)
+    _kill(pid)
+    return Inflicted(at, f"killed driver {view.driver_id}")
+
+
+def executor(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    app = str(world.registry.view(world.job).status.get("app_id") or "")
+    pids = _ps_pids("CoarseGrainedExecutorBackend", app) if app else []
+    assert pids, f"no executor of {app} found"
+    at = time.time()
+    _kill(rng.choice(pids))
+    return Inflicted(at, f"killed one of {len(pids)} executors")
+
+
+def master(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """kill -9 of the master, started again after a few seconds (FILESYSTEM recovery)."""
+    record = world.cluster.cluster.daemons()[MASTER_NAME]
+    at = time.time()
+    _kill(record.pid)
+    down = rng.uniform(3, 10)
+    time.sleep(down)
+    world.cluster.cluster.start()
+    return Inflicted(at, f"master down {down:.0f} s")
+
+
+# -- faults of the sources ----------------------------------------------------------------
+def beta_freeze(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    seconds = rng.uniform(5, 15)
+    at = time.time()
+    world.beta.freeze()
+    time.sleep(seconds)
+    world.beta.thaw()
+    return Inflicted(at, f"fleetsim-beta frozen {seconds:.0f} s")
+
+
+def beta_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    at = time.time()
+    world.beta.stop()
+    world.beta.start()
+    return Inflicted(at, "fleetsim-beta restarted on its log")
+
+
+def beta_log_lost(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """fleetsim-beta's log deleted and the server restarted: a new stream. Under the spec's
+    ``on_source_reset: fail`` the job must stop loudly (health failing meanwhile); the
+    operator then accepts the loss (``restart_from_earliest``) and submits the job again."""
+    old_stream = world.beta.head()["stream"]
+    at = time.time()
+    world.beta.stop()
+    emitted = max((r.sequence for r in read_journal(world.beta_histories[-1])), default=0)
+    shutil.rmtree(world.beta.data_dir / "log")
+    world.beta_histories.append(world.workdir / f"beta-{len(world.beta_histories) + 1}.jsonl")
+    world.beta.journal = world.beta_histories[-1]
+    world.beta.start()
+    assert world.beta.head()["stream"] != old_stream, "a deleted log must be a new stream"
+    note = "fleetsim-beta lost its log"
+    if world.reset_policy == "fail":
+        wait_until(lambda: not world.registry.view(world.job).is_live, 120,
+                   "the job to stop on the reset", describe=world.describe)  # fmt: skip
+        error = str(world.registry.view(world.job).status.get("error"))
+        assert "was reset" in error and old_stream in error, error
+        verdict = run_checks(world.settings, groups=["jobs"])
+        assert verdict.level is Level.FAIL, f"health while the job is stopped: {verdict.summary()}"
+        world.reset_policy = "restart_from_earliest"  # the operator accepts the loss
+        submit_job(world.spec(), world.settings, wait_healthy=300)
+        note += "; the job stopped naming both streams, the loss accepted and the job submitted"
+    wait_until(lambda: _read_past(world, old_stream), 120, "every stage to leave the old stream",
+               describe=world.describe)  # fmt: skip
+    world.losses.append(AcceptedLoss(len(world.beta_histories) - 1,
+                                     _read_until(world, old_stream), emitted))  # fmt: skip
+    lost = {s: world.losses[-1].lost(s) for s in STAGES}
+    return Inflicted(at, f"{note} (records of the old stream not read, per stage: {lost})")
+
+
+def _read_until(world: ChaosWorld, stream: str) -> dict[str, int]:
+    """Per stage, the furthest sequence of ``stream`` any batch of its checkpoint planned."""
+    out = {}
+    for stage in STAGES:
+        offsets = world.settings.layout.checkpoint(world.job, stage) / "offsets"
+        found = 0
+        for batch in [int(p.name) for p in offsets.iterdir() if p.name.isdigit()]:
+            for offset in committed_offsets(offsets.parent, batch):
+                if offset.get("stream") == stream:
+                    found = max(found, int(offset.get("sequence") or 0))
+        out[stage] = found
+    return out
+
+
+def _read_past(world: ChaosWorld, stream: str) -> bool:
+    committed = world.committed()
+    return all(p.get("stream") not in (None, stream) for p in committed.values())
+
+
+def alpha_late(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """fleetsim-alpha publishes a file after the next one: it arrives named below a file
+    the job may already have read."""
+    at = time.time()
+    after = rng.randint(2, 4)
+    world.alpha.hold_back_next_file(after)
+    return Inflicted(at, f"an alpha file published late, after the {after} files that follow it")
+
+
+# -- procedures ---------------------------------------------------------------------------
+def savepoint(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    at = time.time()
+    result = savepoint_job(world.settings, world.job, f"chaos-{int(at)}")
+    return Inflicted(at, f"savepoint {getattr(result, 'name', '')}".strip())
+
+
+def restart_savepoint(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    at = time.time()
+    outcome = restart_job(world.settings, world.job, "savepoint")
+    return Inflicted(at, f"restarted from a savepoint on {outcome.driver_id}")
+
+
+def restart_checkpoint(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    at = time.time()
+    outcome = restart_job(world.settings, world.job, "last-checkpoint")
+    return Inflicted(at, f"restarted from its last checkpoint on {outcome.driver_id}")
+
+
+def cli_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """``streamops restart`` killed -9 part way, then run again: it resumes from its intent."""
+    argv = [sys.executable, "-m", "streamops", "--state-root", str(world.settings.state_root),
+            "restart", world.job, "--mode", "savepoint"]  # fmt: skip
+    env = {**os.environ, **world.settings.to_env()}
+    at = time.time()
+    delay = rng.uniform(1, 8)  # a restart takes 10-20 s here: killed in its middle
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        proc.wait(delay)
+        killed = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        killed = True
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, f"the restart run again failed: {again.stdout}{again.stderr}"
+    how = f"killed after {delay:.1f} s" if killed else f"done within {delay:.1f} s"
+    return Inflicted(at, f"streamops restart {how}, then run again to its end")
+
+
+def scale_up_down(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    from streamops.procedures import scale
+
+    at = time.time()
+    scale.scale_to(world.settings, 3)
+    scale.scale_to(world.settings, 2)
+    return Inflicted(at, "scaled 2 → 3 → 2 workers")
+
+
+def upgrade_and_back(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    from streamops.procedures.upgrade import upgrade
+
+    at = time.time()
+    upgrade(world.settings, world.job, world.spec("fleet-pings-v2.yaml"))
+    upgrade(world.settings, world.job, world.spec(), allow_state_drop=True)
+    return Inflicted(at, "upgraded v1 → v2, then back to v1 (v2's new stages dropped)")
+
+
+def cluster_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    from streamops.procedures import cluster_restart as procedure
+    from streamops.state.releases import ReleaseStore
+
+    other = "r2" if ReleaseStore(world.settings).active() == "r1" else "r1"
+    at = time.time()
+    procedure.restart(world.settings, other)
+    return Inflicted(at, f"cluster restarted onto jar release {other}")
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _two_workers(world: ChaosWorld) -> bool:
+    alive = [w for w in world.registry.client.workers() if w.state == "ALIVE"]
+    return len(alive) >= 2
+
+
+CATALOGUE: tuple[Action, ...] = (
+    Action("node", "fault", node, needs=_two_workers),
+    Action("driver", "fault", driver),
+    Action("executor", "fault", executor),
+    Action("master", "fault", master),
+    Action("beta-freeze", "fault", beta_freeze),
+    Action("beta-restart", "fault", beta_restart),
+    Action("beta-log-lost", "fault", beta_log_lost),
+    Action("alpha-late", "fault", alpha_late),
+    Action("savepoint", "procedure", savepoint),
+    Action("restart-savepoint", "procedure", restart_savepoint),
+    Action("restart-checkpoint", "procedure", restart_checkpoint),
+    Action("cli-killed", "procedure", cli_killed),
+    Action("scale", "procedure", scale_up_down, short=False),
+    Action("upgrade", "procedure", upgrade_and_back, short=False),
+    Action("cluster-restart", "procedure", cluster_restart, short=False),
+)
+BY_NAME = {a.name: a for a in CATALOGUE}
