@@ -8,6 +8,7 @@ health verdicts seen while the job was down. Exits 1 if a step failed (its seed 
 
     .venv/bin/python tests/perf/chaos_soak.py --steps 60 --seed 7
     .venv/bin/python tests/perf/chaos_soak.py --only node,node,master   # these, in order
+    .venv/bin/python tests/perf/chaos_soak.py --standby hot --steps 30 --seed 7
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
     parser.add_argument("--only", default="", help="comma-separated actions, in this order")
     parser.add_argument("--keep-going", action="store_true", help="go on past a failed step")
+    parser.add_argument("--standby", choices=("none", "hot"), default="none",
+                        help="hot: the job runs with a hot standby on three workers, and the "
+                        "standby's node and the new primary's node after a failover are drawn")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit)
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
@@ -80,9 +84,10 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="streamops-chaos-"))
     settings = Settings.from_env({}, state_root=str(root), master_port=free_port(),
                                  master_webui_port=free_port(), rest_port=free_port())
+    workers = 3 if args.standby == "hot" else 2
     profile = ClusterProfile.from_mapping(
-        {"workers": 2, "max_workers": 3, "worker_cores": 3, "worker_memory": "3g",
-         "worker_webui_port_base": 0, "jar_release": "r1"})  # fmt: skip
+        {"workers": workers, "max_workers": workers + 1, "worker_cores": 3,
+         "worker_memory": "3g", "worker_webui_port_base": 0, "jar_release": "r1"})  # fmt: skip
     cluster = LocalCluster(settings, profile)
     reports: list[StepReport] = []
     world = None
@@ -91,7 +96,8 @@ def main() -> int:
         train_class_archives(settings)
         work = root / "work"
         work.mkdir()
-        world = ChaosWorld(ClusterHandle(settings, cluster), work, free_port())
+        world = ChaosWorld(ClusterHandle(settings, cluster), work, free_port(),
+                           standby=args.standby)
         world.start()
         submit_job(world.spec(), settings, wait_healthy=300)
         only = [n for n in args.only.split(",") if n]

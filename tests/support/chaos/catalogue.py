@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
-from support.faults import driver_jvm_pid, kill_node_of
+from support.faults import driver_jvm_pid, kill_node_of, next_batches
 from support.integration import wait_until
 
 from spark_jobs.runtime.savepointing import committed_offsets
@@ -31,6 +31,7 @@ from streamops.procedures.restart import restart_job
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
 from streamops.sim import read_journal
+from streamops.state.layout import read_json
 
 
 @dataclass
@@ -96,6 +97,47 @@ def master(world: ChaosWorld, rng: random.Random) -> Inflicted:
     time.sleep(down)
     world.cluster.cluster.start()
     return Inflicted(at, f"master down {down:.0f} s")
+
+
+def _armed_standby(world: ChaosWorld) -> str | None:
+    """The driver of the job's armed hot standby, if one is armed and live."""
+    doc = read_json(world.settings.layout.hot_standby_file(world.job)) or {}
+    driver_id = doc.get("driver_id")
+    live = {d.id for d in world.registry.client.active_drivers() if d.state == "RUNNING"}
+    return str(driver_id) if driver_id and driver_id in live else None
+
+
+def _hot_and_armed(world: ChaosWorld, workers: int = 2) -> bool:
+    return (world.standby == "hot" and _armed_standby(world) is not None
+            and len(_alive(world)) >= workers)  # fmt: skip
+
+
+def standby_node(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """kill -9 of the node of the hot standby: the job runs on, a standby arms again."""
+    standby = _armed_standby(world)
+    assert standby, "no armed standby"
+    at, worker = kill_node_of(world.cluster, standby)
+    return Inflicted(at, f"killed {worker}, the standby's node",
+                     then=lambda: world.cluster.cluster.add_worker(worker))  # fmt: skip
+
+
+def primary_then_new_primary(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """kill -9 of the primary's node, and once the standby has taken over (a stage
+    committed under it), of the new primary's node too."""
+    first = str(world.registry.view(world.job).driver_id)
+    at, worker_a = kill_node_of(world.cluster, first)
+    wait_until(lambda: str(world.registry.view(world.job).driver_id) != first
+               and next_batches(world.cluster, world.job, at, {STAGES[0]}), 120,
+               "the standby to take over", interval=0.2, describe=world.describe)  # fmt: skip
+    second = str(world.registry.view(world.job).driver_id)
+    at2, worker_b = kill_node_of(world.cluster, second)
+
+    def back() -> None:
+        world.cluster.cluster.add_worker(worker_a)
+        world.cluster.cluster.add_worker(worker_b)
+
+    return Inflicted(at2, f"killed {worker_a} (primary {first}), then {worker_b} (new primary "
+                     f"{second}) {at2 - at:.1f} s later", then=back)
 
 
 # -- faults of the sources ----------------------------------------------------------------
@@ -216,12 +258,15 @@ def cli_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
 
 
 def scale_up_down(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """One worker more and back (one less and back where the cluster is at its maximum)."""
     from streamops.procedures import scale
 
+    n = len(_alive(world))
+    other = n + 1 if n < world.cluster.cluster.profile.max_workers else n - 1
     at = time.time()
-    scale.scale_to(world.settings, 3)
-    scale.scale_to(world.settings, 2)
-    return Inflicted(at, "scaled 2 → 3 → 2 workers")
+    scale.scale_to(world.settings, other)
+    scale.scale_to(world.settings, n)
+    return Inflicted(at, f"scaled {n} → {other} → {n} workers")
 
 
 def upgrade_and_back(world: ChaosWorld, rng: random.Random) -> Inflicted:
@@ -250,9 +295,12 @@ def _kill(pid: int) -> None:
         pass
 
 
+def _alive(world: ChaosWorld) -> list[str]:
+    return [w.id for w in world.registry.client.workers() if w.state == "ALIVE"]
+
+
 def _two_workers(world: ChaosWorld) -> bool:
-    alive = [w for w in world.registry.client.workers() if w.state == "ALIVE"]
-    return len(alive) >= 2
+    return len(_alive(world)) >= 2
 
 
 CATALOGUE: tuple[Action, ...] = (
@@ -268,6 +316,9 @@ CATALOGUE: tuple[Action, ...] = (
     Action("restart-savepoint", "procedure", restart_savepoint),
     Action("restart-checkpoint", "procedure", restart_checkpoint),
     Action("cli-killed", "procedure", cli_killed),
+    Action("standby-node", "fault", standby_node, short=False, needs=_hot_and_armed),
+    Action("primary-twice", "fault", primary_then_new_primary, short=False,
+           needs=lambda world: _hot_and_armed(world, workers=3)),
     Action("scale", "procedure", scale_up_down, short=False),
     Action("upgrade", "procedure", upgrade_and_back, short=False),
     Action("cluster-restart", "procedure", cluster_restart, short=False),
