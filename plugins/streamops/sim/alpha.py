@@ -296,6 +296,11 @@ class AlphaSimulator(SimulatorRun):
         or the end): it then appears with a name below files a reader may have read."""
         self._hold_next = max(1, after)
 
+    @property
+    def holding(self) -> bool:
+        """Whether a file is still to be published late (:meth:`hold_back_next_file`)."""
+        return bool(self._hold_next or self._held_files)
+
     def _release_held(self) -> None:
         for temp, final, entries in self._held_files:
             os.rename(temp, final)

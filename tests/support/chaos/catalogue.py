@@ -214,6 +214,8 @@ def alpha_late(world: ChaosWorld, rng: random.Random) -> Inflicted:
     at = time.time()
     after = rng.randint(2, 4)
     world.alpha.hold_back_next_file(after)
+    wait_until(lambda: not world.alpha.holding, 60, "the late alpha file to be published",
+               interval=0.2)  # fmt: skip
     return Inflicted(at, f"an alpha file published late, after the {after} files that follow it")
 
 
