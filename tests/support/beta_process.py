@@ -91,6 +91,12 @@ class BetaProcess:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGCONT)
 
+    def kill(self) -> None:
+        """kill -9 (a crash: whatever it emitted and no reader fetched yet stays unread)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(20)
+
     def stop(self, timeout: float = 20) -> None:
         """SIGTERM (thawed first), then SIGKILL if it lingers."""
         if self.proc is None or self.proc.poll() is not None:

@@ -158,12 +158,13 @@ def beta_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
 
 
 def beta_log_lost(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    """fleetsim-beta's log deleted and the server restarted: a new stream. Under the spec's
-    ``on_source_reset: fail`` the job must stop loudly (health failing meanwhile); the
-    operator then accepts the loss (``restart_from_earliest``) and submits the job again."""
+    """fleetsim-beta killed -9, its log deleted and the server restarted: a new stream.
+    Under the spec's ``on_source_reset: fail`` the job must stop loudly (health failing
+    meanwhile); the operator then accepts the loss (``restart_from_earliest``) and submits
+    the job again."""
     old_stream = world.beta.head()["stream"]
     at = time.time()
-    world.beta.stop()
+    world.beta.kill()
     emitted = max((r.sequence for r in read_journal(world.beta_histories[-1])), default=0)
     shutil.rmtree(world.beta.data_dir / "log")
     world.beta_histories.append(world.workdir / f"beta-{len(world.beta_histories) + 1}.jsonl")
