@@ -51,7 +51,12 @@ def cluster_restart() -> None:
 
     @task
     def begin(release: str) -> dict:
-        intent = restart_step("begin", release=release)
+        from airflow.sdk import get_current_context
+
+        from streamops_airflow.operators import run_owner
+
+        # the run owns the intent: health names it while the restart is unfinished
+        intent = restart_step("begin", release=release, owner=run_owner(get_current_context()))
         print(f"restart {intent.release_from} -> {intent.release_to}: jobs "
               f"{sorted(intent.savepoints)}, workers {intent.workers}")
         return {"from": intent.release_from, "to": intent.release_to}

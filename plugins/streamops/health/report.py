@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +24,9 @@ from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, append_jsonl
+
+if TYPE_CHECKING:
+    from streamops.health.procedures import ProcedureSeen
 
 
 class Level(StrEnum):
@@ -41,7 +44,9 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     expected_workers: int | None = Field(
-        default=None, ge=0, description="ALIVE workers expected (default: the cluster profile)"
+        default=None, ge=0,
+        description="ALIVE workers expected (default: the last scale's count, else the "
+        "cluster profile's)",
     )
     max_batch_age: float = Field(
         default=120.0, gt=0, description="seconds a busy stage may go without committing"
@@ -200,6 +205,8 @@ class Observation:
     workers: WorkersSeen | None = None  # gathered for the cluster group
     sources: dict[str, dict[str, SourceProbe]] = field(default_factory=dict)  # job -> source
     sinks: dict[str, SinkSeen] = field(default_factory=dict)  # job -> its store
+    procedures: list[ProcedureSeen] = field(default_factory=list)  # unfinished ones
+    dormant: dict[str, str] = field(default_factory=dict)  # job not expected to run -> why
 
     @property
     def live_views(self) -> list[JobView]:
