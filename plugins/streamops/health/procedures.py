@@ -139,8 +139,8 @@ def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSe
     intent = savepoint_restart.load_intent(settings, job)
     if intent is None:
         return _checkpoint_restart(settings, job)
-    if intent.finished:
-        return None
+    if intent.finished or (intent.owner == "cluster-restart" and _cluster_restart_over(settings)):
+        return None  # a rolled-back cluster restart started its jobs again on its own
     names = [s.__name__ for s in savepoint_restart.STEPS]
     resume = resume_by_dag(intent.owner) or {
         "cli": f"`streamops restart {job} --savepoint {intent.savepoint}`",
@@ -154,6 +154,13 @@ def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSe
         float(intent.times.get("begin", intent.at)), float(intent.at), resume,
         stopped="request_savepoint" in intent.done,
     )  # fmt: skip
+
+
+def _cluster_restart_over(settings: Settings) -> bool:
+    from streamops.procedures import cluster_restart
+
+    intent = cluster_restart.load_intent(settings)
+    return intent is None or intent.finished
 
 
 def _checkpoint_restart(settings: Settings, job: str) -> ProcedureSeen | None:
@@ -175,10 +182,10 @@ def _cluster_restart(settings: Settings, _job: None, _workers: int) -> Procedure
     intent = cluster_restart.load_intent(settings)
     if intent is None or intent.finished:
         return None
-    resume = resume_by_dag(intent.owner) or (
-        f"`streamops cluster restart --release {intent.release_to}` (resumes it; a failure "
-        "rolls back)"
-    )
+    command = (f"`streamops cluster restart --release {intent.release_to}` (resumes it; a "
+               "failure rolls back)")  # fmt: skip
+    by_dag = resume_by_dag(intent.owner)
+    resume = f"{by_dag}; or {command}" if by_dag else command
     at = float(intent.steps[-1]["at"]) if intent.steps else intent.started_at
     return ProcedureSeen(
         "cluster-restart", None, f"cluster restart {intent.release_from or 'none'} → "
@@ -194,7 +201,9 @@ def _scale(settings: Settings, _job: None, _workers: int) -> ProcedureSeen | Non
     intent = scale.load_intent(settings)
     if intent is None or intent.finished:
         return None
-    resume = resume_by_dag(intent.owner) or f"`streamops scale --workers {intent.workers}`"
+    command = f"`streamops scale --workers {intent.workers}`"
+    by_dag = resume_by_dag(intent.owner)
+    resume = f"{by_dag}; or {command}" if by_dag else command
     return ProcedureSeen(
         "scale", None, f"scale to {intent.workers} worker(s)", intent.owner, intent.phase,
         next((s for s in scale.SCALE_STEPS if s not in intent.done), None),

@@ -310,6 +310,10 @@ def workers_changed(settings: Settings, owner: str) -> ScaleIntent:
 
 
 def finish(settings: Settings, owner: str) -> ScaleIntent:
+    """The scale is over (a retry after it finished changes nothing)."""
+    intent = load_intent(settings)
+    if intent is not None and intent.finished and intent.owner == owner:
+        return intent
     intent = _current(settings, owner)
     _save(settings, intent, "done")
     return intent

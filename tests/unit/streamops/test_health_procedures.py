@@ -169,6 +169,34 @@ def test_a_cluster_restart_interrupted_with_the_cluster_down_fails_health(
         results["procedure/cluster-restart"].message)
 
 
+@pytest.mark.parametrize("cluster_phase", ["restoring", "rolled-back"])
+def test_a_job_restart_of_the_cluster_restart_follows_the_cluster_restart(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, cluster_phase: str
+) -> None:
+    """The cluster restart's own restart of a job is unfinished while the cluster restart is;
+    once that one rolled back (the jobs started again from the same savepoints), it is over."""
+    now = time.time()
+    submitted(settings, now - 600)
+    intent = savepoint_restart.SavepointRestart(
+        job=JOB, owner="cluster-restart", purpose="cluster-restart",
+        spec=load_spec(V1).model_dump(mode="json"), version="1", savepoint="sp-x",
+        cancel=SavepointCancel(JOB, "sp-x", cancel=True).to_dict(), phase="started",
+        done=["begin", "request_savepoint", "savepoint_answered", "job_stopped",
+              "start_from_savepoint"], at=now - 30,
+    )  # fmt: skip
+    write_json_atomic(settings.layout.intent_record(JOB, "restart"), asdict(intent))
+    cluster = cluster_restart.RestartIntent(
+        release_from="r1", release_to="r2", workers=["worker-1"], savepoints={JOB: "sp-x"},
+        phase=cluster_phase, saved=[JOB])  # fmt: skip
+    write_json_atomic(settings.layout.intent_file("cluster-restart"), asdict(cluster))
+    master_answers(monkeypatch, MASTER)
+    results = by_name(health.run_checks(settings, Thresholds(), groups=["jobs"]))
+    if cluster_phase == "rolled-back":
+        assert f"procedure/restart/{JOB}" not in results
+    else:
+        assert "the cluster restart" in results[f"procedure/restart/{JOB}"].message
+
+
 def scale_args(workers: int) -> argparse.Namespace:
     return argparse.Namespace(workers=workers, add=None, remove=None, no_verify=False)
 
