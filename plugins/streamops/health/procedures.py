@@ -15,40 +15,20 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streamops.exceptions import StreamopsError
-from streamops.health.report import CheckResult, Level
+from streamops.health.report import CheckResult, Level, ProcedureSeen
+from streamops.procedures import cluster_restart, savepoint_restart, scale, upgrade_steps
 from streamops.settings import Settings
+from streamops.spec import load_spec
 from streamops.state.intents import read_intent
 
 log = logging.getLogger("streamops.health.procedures")
 
 CLUSTER_KINDS = ("cluster-restart", "scale")
 """Procedures of the whole cluster (judged in the ``cluster`` group; the others in ``jobs``)."""
-
-
-@dataclass(frozen=True)
-class ProcedureSeen:
-    """One unfinished procedure, from its intent record."""
-
-    kind: str  # upgrade | restart | cluster-restart | scale
-    job: str | None  # None: the whole cluster
-    what: str  # "upgrade v1 → v2 (savepoint …)"
-    owner: str  # cli, rebalance, cluster-restart, airflow:<dag>/<run>
-    phase: str
-    next_step: str | None
-    since: float  # when it began
-    at: float  # when its phase was recorded
-    resume: str  # the command (or the DAG run) that resumes it
-    stopped: bool = False  # it has stopped the job (a savepoint with cancel was requested)
-    failure: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.what} of {self.job}" if self.job else self.what
 
 
 def dag_run(owner: str) -> tuple[str, str] | None:
@@ -112,8 +92,6 @@ def gather_procedures(settings: Settings, jobs: list[str], expected_workers: int
 
 
 def _upgrade(settings: Settings, job: str, _: int) -> ProcedureSeen | None:
-    from streamops.procedures import upgrade_steps
-
     intent = upgrade_steps.load_intent(settings, job)
     if intent is None or intent.finished:
         return None
@@ -134,8 +112,6 @@ def _upgrade(settings: Settings, job: str, _: int) -> ProcedureSeen | None:
 
 
 def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSeen | None:
-    from streamops.procedures import savepoint_restart
-
     intent = savepoint_restart.load_intent(settings, job)
     if intent is None:
         return _checkpoint_restart(settings, job)
@@ -157,8 +133,6 @@ def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSe
 
 
 def _cluster_restart_over(settings: Settings) -> bool:
-    from streamops.procedures import cluster_restart
-
     intent = cluster_restart.load_intent(settings)
     return intent is None or intent.finished
 
@@ -177,8 +151,6 @@ def _checkpoint_restart(settings: Settings, job: str) -> ProcedureSeen | None:
 
 
 def _cluster_restart(settings: Settings, _job: None, _workers: int) -> ProcedureSeen | None:
-    from streamops.procedures import cluster_restart
-
     intent = cluster_restart.load_intent(settings)
     if intent is None or intent.finished:
         return None
@@ -196,8 +168,6 @@ def _cluster_restart(settings: Settings, _job: None, _workers: int) -> Procedure
 
 
 def _scale(settings: Settings, _job: None, _workers: int) -> ProcedureSeen | None:
-    from streamops.procedures import scale
-
     intent = scale.load_intent(settings)
     if intent is None or intent.finished:
         return None
@@ -214,8 +184,6 @@ def _scale(settings: Settings, _job: None, _workers: int) -> ProcedureSeen | Non
 def _spec_file(settings: Settings, spec: dict[str, Any], job: str, version: str) -> str:
     """The spec file under ``<config>/jobs`` whose spec is ``spec`` (the re-run must give the
     same one), else a placeholder naming the version."""
-    from streamops.spec import load_spec
-
     for path in sorted((settings.config_dir / "jobs").glob("*.y*ml")):
         try:
             if load_spec(path).model_dump(mode="json") == spec:

@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,9 +24,6 @@ from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, append_jsonl
-
-if TYPE_CHECKING:
-    from streamops.health.procedures import ProcedureSeen
 
 
 class Level(StrEnum):
@@ -188,6 +185,27 @@ class SinkSeen:
     store_url: str | None = None
     newest_write: float | None = None  # the newest ``updated_at`` (None: no rows)
     error: str | None = None  # the store could not be read
+
+
+@dataclass(frozen=True)
+class ProcedureSeen:
+    """One unfinished procedure, from its intent record."""
+
+    kind: str  # upgrade | restart | cluster-restart | scale
+    job: str | None  # None: the whole cluster
+    what: str  # "upgrade v1 → v2 (savepoint …)"
+    owner: str  # cli, rebalance, cluster-restart, airflow:<dag>/<run>
+    phase: str
+    next_step: str | None
+    since: float  # when it began
+    at: float  # when its phase was recorded
+    resume: str  # the command (or the DAG run) that resumes it
+    stopped: bool = False  # it has stopped the job (a savepoint with cancel was requested)
+    failure: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.what} of {self.job}" if self.job else self.what
 
 
 @dataclass
