@@ -29,6 +29,7 @@ from streamops.state.cluster_size import desired_workers
 from streamops.state.layout import StateLayout, read_json
 
 GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
+NEVER_SUBMITTED = "never submitted"
 
 
 def declared_jobs(layout: StateLayout, busy: Collection[str] = ()) -> list[str]:
@@ -46,7 +47,7 @@ def dormant_reason(layout: StateLayout, name: str) -> str | None:
         if s.get("event") in ("submitted", "cancelled")
     ]
     if not events:
-        return "never submitted"
+        return NEVER_SUBMITTED
     last = events[-1]
     if last["event"] != "submitted":
         return f"cancelled at {_when(last.get('at'))}"
@@ -97,8 +98,9 @@ def gather(
     names = list(jobs) if jobs else declared_jobs(layout, busy)
     obs = Observation(settings, thresholds, master, names)
     obs.procedures = [p for p in procedures if p.job is None or p.job in names]
-    obs.dormant = {n: why for n in sorted(known - set(names))
-                   if (why := dormant_reason(layout, n)) is not None}  # fmt: skip
+    reasons = {n: dormant_reason(layout, n) for n in sorted(known - set(names))}
+    obs.dormant = {n: why for n, why in reasons.items()
+                   if why is not None and why != NEVER_SUBMITTED}  # fmt: skip
     if master is not None:
         obs.views = {v.name: v for v in registry.list() if v.name in names and v.name in known}
     else:  # the jobs may well run on: judge them from the state root (lease, status)
