@@ -34,7 +34,8 @@ NEVER_SUBMITTED = "never submitted"
 
 def declared_jobs(layout: StateLayout, busy: Collection[str] = ()) -> list[str]:
     """Jobs that should be running: submitted, not cancelled nor deliberately stopped since;
-    and every job of ``busy`` (a procedure in progress stopped it to start it again)."""
+    and every job of ``busy`` (one a procedure in progress stopped to start it again, or
+    one that runs)."""
     return [n for n in layout.known_jobs() if n in busy or dormant_reason(layout, n) is None]
 
 
@@ -94,17 +95,21 @@ def gather(
     known = set(registry.names())
     expected = expected_workers(settings, thresholds)
     procedures = gather_procedures(settings, sorted(known), expected)
+    if master is not None:
+        views = {v.name: v for v in registry.list()}
+    else:  # the jobs may well run on: judge them from the state root (lease, status)
+        views = {n: registry.view_from_state(n) for n in sorted(known)}
+    # expected to run besides the declared jobs: those a procedure in progress stopped, and
+    # those running (whatever their last submission event says, e.g. a killed standby's)
     busy = {p.job for p in procedures if p.job}
-    names = list(jobs) if jobs else declared_jobs(layout, busy)
+    running = {n for n, v in views.items() if v.is_live and v.status.get("state") == "RUNNING"}
+    names = list(jobs) if jobs else declared_jobs(layout, busy | running)
     obs = Observation(settings, thresholds, master, names)
     obs.procedures = [p for p in procedures if p.job is None or p.job in names]
     reasons = {n: dormant_reason(layout, n) for n in sorted(known - set(names))}
     obs.dormant = {n: why for n, why in reasons.items()
                    if why is not None and why != NEVER_SUBMITTED}  # fmt: skip
-    if master is not None:
-        obs.views = {v.name: v for v in registry.list() if v.name in names and v.name in known}
-    else:  # the jobs may well run on: judge them from the state root (lease, status)
-        obs.views = {n: registry.view_from_state(n) for n in names if n in known}
+    obs.views = {n: v for n, v in views.items() if n in names}
     if "cluster" in wanted and master is not None:
         obs.workers = _gather_workers(settings, thresholds, master)
     if "sources" in wanted:

@@ -310,3 +310,23 @@ def test_up_does_not_submit_a_job_an_unfinished_upgrade_stopped_and_says_so(
     assert "the upgrade v1 → v2 (savepoint fleet-pings-v1-v2) of fleet-pings has not " \
         "finished" in text
     assert "Airflow DAG savepoint_and_upgrade" in text
+
+
+def test_a_running_job_is_checked_even_after_a_standby_of_it_was_killed(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed hot standby leaves a ``cancelled`` event last; the job's driver runs on, so
+    the job is judged, not left out as cancelled."""
+    now = time.time()
+    submitted(settings, now - 600)
+    append_jsonl(settings.layout.submissions_file(JOB), {
+        "event": "submitted", "at": now - 590, "driver_id": "driver-2", "hot_standby": True})
+    append_jsonl(settings.layout.submissions_file(JOB),
+                 {"event": "cancelled", "at": now - 10, "driver_id": "driver-2"})  # fmt: skip
+    write_json_atomic(settings.layout.status_file(JOB), {
+        "state": "RUNNING", "driver_id": "driver-1", "version": "1",
+        "stages": {"vehicles": {"batch_id": 3, "last_batch_at": now - 2, "ready": True}}})
+    master_answers(monkeypatch, {**MASTER, "activedrivers": [
+        {"id": "driver-1", "state": "RUNNING", "worker": "w-1"}]})  # fmt: skip
+    [job] = health.run_checks(settings, groups=["jobs"]).results
+    assert job.name == JOB and job.level is Level.OK, job
