@@ -136,6 +136,7 @@ def rolling_scale() -> None:
                 scale.rebalance(settings, job)
         if not jobs:
             print("every job uses the cores it asks for; no rebalance needed")
+        scale.step_done(settings, owner, "rebalance")
         scale.finish(settings, owner)
         return jobs
 

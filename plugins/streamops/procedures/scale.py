@@ -292,8 +292,17 @@ def _current(settings: Settings, owner: str) -> ScaleIntent:
     return intent
 
 
+def _over(settings: Settings, owner: str) -> ScaleIntent | None:
+    """``owner``'s scale if it is finished (a retried task after it changes nothing)."""
+    intent = load_intent(settings)
+    return intent if intent is not None and intent.finished and intent.owner == owner else None
+
+
 def step_done(settings: Settings, owner: str, step: str) -> ScaleIntent:
     """Record that ``step`` (one of :data:`SCALE_STEPS`) of ``owner``'s scale is done."""
+    over = _over(settings, owner)
+    if over is not None:
+        return over
     intent = _current(settings, owner)
     if step not in intent.done:
         intent.done.append(step)
@@ -311,9 +320,9 @@ def workers_changed(settings: Settings, owner: str) -> ScaleIntent:
 
 def finish(settings: Settings, owner: str) -> ScaleIntent:
     """The scale is over (a retry after it finished changes nothing)."""
-    intent = load_intent(settings)
-    if intent is not None and intent.finished and intent.owner == owner:
-        return intent
+    over = _over(settings, owner)
+    if over is not None:
+        return over
     intent = _current(settings, owner)
     _save(settings, intent, "done")
     return intent
