@@ -6,7 +6,9 @@ restart), step by step, every cluster step through the node agents:
 
 1. **validate**: the release exists under `config/jars/releases`;
 2. **begin**: record the intent (`<state>/cluster/intents/cluster-restart.json`): from/to
-   release, running jobs, running workers (an unfinished restart to the same release resumes);
+   release, running jobs, running workers, this run as its owner (an unfinished restart to
+   the same release resumes; until it is done or rolled back, `streamops health` fails naming
+   it and this run);
 3. **savepoint_all_jobs**: savepoint every running job with cancel (one task per job);
 4. **stop_cluster**: stop the workers, then the master;
 5. **switch_release**: make the release active on every node (`<state>/lib/active`);

@@ -20,6 +20,7 @@ from typing import Any
 
 from streamops.exceptions import StreamopsError
 from streamops.health.report import CheckResult, Level, ProcedureSeen
+from streamops.jobs import read_submissions
 from streamops.procedures import cluster_restart, savepoint_restart, scale, upgrade_steps
 from streamops.settings import Settings
 from streamops.spec import load_spec
@@ -138,13 +139,18 @@ def _cluster_restart_over(settings: Settings) -> bool:
 
 
 def _checkpoint_restart(settings: Settings, job: str) -> ProcedureSeen | None:
-    """A restart from the last checkpoint (``cancel`` → ``resubmit`` → ``done``)."""
+    """A restart from the last checkpoint (``cancel`` → ``resubmit`` → ``done``), in progress
+    until a driver is submitted after its last record (the DAG's ends with ``resubmit``: the
+    job's own check judges the driver from then on)."""
     record = read_intent(settings, job, "restart")
     if not record or record.get("mode") != "last-checkpoint" or record.get("phase") == "done":
         return None
+    at = float(record.get("at") or 0)
+    if any(s.get("event") == "submitted" and float(s.get("at") or 0) >= at
+           for s in read_submissions(settings.layout.submissions_file(job))):  # fmt: skip
+        return None
     owner = str(record.get("owner") or "cli")
     resume = resume_by_dag(owner) or f"`streamops restart {job} --mode last-checkpoint`"
-    at = float(record.get("at") or 0)
     return ProcedureSeen("restart", job, "restart from the last checkpoint", owner,
                          str(record.get("phase")), None, at, at, resume,
                          stopped=record.get("phase") == "cancel")  # fmt: skip

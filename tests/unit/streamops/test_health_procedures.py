@@ -197,6 +197,30 @@ def test_a_job_restart_of_the_cluster_restart_follows_the_cluster_restart(
         assert "the cluster restart" in results[f"procedure/restart/{JOB}"].message
 
 
+def test_a_restart_from_the_last_checkpoint_is_over_once_resubmitted(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancel recorded and nothing submitted since: in progress. A submission after the
+    ``resubmit`` record (the DAG's last one): over, the job's check judges the driver."""
+    now = time.time()
+    submitted(settings, now - 600)
+    write_json_atomic(settings.layout.intent_record(JOB, "restart"), {
+        "phase": "cancel", "at": now - 20, "mode": "last-checkpoint", "driver_id": "driver-1"})
+    append_jsonl(settings.layout.submissions_file(JOB),
+                 {"event": "cancelled", "at": now - 19, "driver_id": "driver-1"})  # fmt: skip
+    master_answers(monkeypatch, MASTER)
+    results = by_name(health.run_checks(settings, Thresholds(), groups=["jobs"]))
+    proc = results[f"procedure/restart/{JOB}"]
+    assert f"resume: `streamops restart {JOB} --mode last-checkpoint`" in proc.message
+    assert results[JOB].level is Level.FAIL  # cancelled by the restart: still expected to run
+    write_json_atomic(settings.layout.intent_record(JOB, "restart"), {
+        "phase": "resubmit", "at": now - 10, "mode": "last-checkpoint",
+        "owner": "airflow:restart_job/manual__1", "version": "1"})  # fmt: skip
+    submitted(settings, now - 9, driver="driver-2")
+    results = by_name(health.run_checks(settings, Thresholds(), groups=["jobs"]))
+    assert f"procedure/restart/{JOB}" not in results and JOB in results
+
+
 def scale_args(workers: int) -> argparse.Namespace:
     return argparse.Namespace(workers=workers, add=None, remove=None, no_verify=False)
 
