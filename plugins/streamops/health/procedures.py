@@ -6,7 +6,8 @@ A procedure that stops something records its intent before it acts (an upgrade
 ``<state>/cluster/intents/cluster-restart.json``, a scale ``<state>/cluster/intents/scale.json``).
 One whose intent is not finished was interrupted (its CLI killed, its DAG run's Airflow gone)
 or is running now: either way the jobs it stopped do not run, so health fails, naming the
-procedure, its owner, where it is, since when, and what resumes it.
+procedure, its owner, where it is, since when, and what resumes it (a procedure owned by a
+DAG run: its tasks to clear; by the CLI: the command whose re-run resumes it).
 :func:`gather_procedures` reads them (the only I/O here) into :class:`ProcedureSeen` values;
 :func:`procedure_result` judges one.
 """
@@ -28,10 +29,6 @@ from streamops.state.intents import read_intent
 
 log = logging.getLogger("streamops.health.procedures")
 
-CLUSTER_KINDS = ("cluster-restart", "scale")
-"""Procedures of the whole cluster (judged in the ``cluster`` group; the others in ``jobs``)."""
-
-
 def dag_run(owner: str) -> tuple[str, str] | None:
     """``(dag, run)`` of an owner ``airflow:<dag>/<run>``; ``None`` for any other owner."""
     if not owner.startswith("airflow:") or "/" not in owner:
@@ -46,8 +43,7 @@ def resume_by_dag(owner: str) -> str | None:
         return None
     dag, run = found
     return (f"Airflow DAG {dag}, run {run}: clear its unfinished tasks (Clear → failed and "
-            "downstream); they resume from the intent, and roll back if the job does not "
-            "become healthy")  # fmt: skip
+            "downstream); they resume from the intent")  # fmt: skip
 
 
 def _when(at: float) -> str:
@@ -73,7 +69,7 @@ def gather_procedures(settings: Settings, jobs: list[str], expected_workers: int
     ProcedureSeen
 ]:  # fmt: skip
     """Every unfinished procedure: the upgrades and restarts of ``jobs``, the cluster restart,
-    the scale. An intent record that cannot be read is reported as such."""
+    the scale (an intent record that cannot be read is logged and left out)."""
     out: list[ProcedureSeen] = []
     readers: list[tuple[str, str | None, Any]] = [
         *((kind, job, fn) for job in jobs
