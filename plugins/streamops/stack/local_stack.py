@@ -96,8 +96,8 @@ def up(settings: Settings, opts: StackOptions) -> Observation:
         update={"args": {**spec.args, "beta_url": f"http://127.0.0.1:{opts.beta_port}/pings"}}
     )
     busy = [p for p in gather(settings, Thresholds(), groups=["jobs"]).procedures
-            if p.job == spec.name or p.kind == "cluster-restart"]  # fmt: skip
-    if busy:  # it resumes the job itself: a submission now would race it
+            if p.stopped and p.job in (spec.name, None)]  # fmt: skip
+    if busy:  # it stopped the job to start it again itself: a submission now would race it
         for p in busy:
             log.warning("job %s is not submitted: the %s has not finished (owner %s, phase "
                         "%s); resume: %s", spec.name, p.label, p.owner, p.phase, p.resume)

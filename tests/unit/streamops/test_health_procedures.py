@@ -65,8 +65,9 @@ def stopped_by_savepoint(settings: Settings, at: float, request: str = "req-1") 
         "stopped_at": at, "savepoint": "fleet-pings-v1-v2", "stages": {}})  # fmt: skip
 
 
-def upgrade_intent(settings: Settings, owner: str, at: float) -> None:
-    """An upgrade as the DAG leaves it when Airflow dies right after the savepoint request."""
+def upgrade_intent(settings: Settings, owner: str, at: float, stopped: bool = True) -> None:
+    """An upgrade as the DAG leaves it when Airflow dies right after the savepoint request
+    (``stopped``), or right after its plan."""
     intent = upgrade_steps.UpgradeIntent(
         job=JOB, owner=owner, new_spec=load_spec(V2).model_dump(mode="json"),
         old_spec=load_spec(V1).model_dump(mode="json"), from_version="1", to_version="2",
@@ -75,6 +76,8 @@ def upgrade_intent(settings: Settings, owner: str, at: float) -> None:
         phase="savepoint-requested", done=["plan", "start_standby", "request_savepoint"],
         at=at, times={"plan": at - 5, "start_standby": at - 4, "request_savepoint": at},
     )  # fmt: skip
+    if not stopped:
+        intent.phase, intent.done, intent.request = "planned", ["plan"], None
     write_json_atomic(settings.layout.intent_record(JOB, "upgrade"), asdict(intent))
 
 
@@ -310,6 +313,33 @@ def test_jobs_lists_the_state_root_when_the_master_does_not_answer(
 
 
 # --- `streamops up` ---------------------------------------------------------------------
+def test_up_submits_a_job_an_unfinished_upgrade_has_not_stopped_yet(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = time.time()
+    submitted(settings, now - 600)
+    append_jsonl(settings.layout.submissions_file(JOB), {"event": "cancelled", "at": now - 9})
+    upgrade_intent(settings, "cli", now - 60, stopped=False)  # planned, then `down`
+    master_answers(monkeypatch, MASTER)
+    submits = quiet_up(monkeypatch)
+    lines = local_stack.job_lines(
+        local_stack.up(settings, local_stack.StackOptions(spec=V1, airflow=False)))
+    assert submits == [JOB]
+    assert any("upgrade v1 → v2" in line and "streamops upgrade fleet-pings" in line
+               for _, line in lines)  # fmt: skip
+
+
+def quiet_up(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``up`` without processes: the jobs it submits."""
+    submits: list[str] = []
+    monkeypatch.setattr(local_stack.LocalCluster, "start", lambda self: None)
+    monkeypatch.setattr(local_stack, "start_service", lambda *a, **k: None)
+    monkeypatch.setattr(local_stack, "_wait_beta", lambda port: None)
+    monkeypatch.setattr("streamops.procedures.submit.submit_job",
+                        lambda spec, s, **k: submits.append(spec.name) or "driver-2")
+    return submits
+
+
 def test_up_does_not_submit_a_job_an_unfinished_upgrade_stopped_and_says_so(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -318,12 +348,7 @@ def test_up_does_not_submit_a_job_an_unfinished_upgrade_stopped_and_says_so(
     stopped_by_savepoint(settings, now - 60)
     upgrade_intent(settings, DAG_OWNER, now - 60)
     master_answers(monkeypatch, MASTER)
-    submits: list[str] = []
-    monkeypatch.setattr(local_stack.LocalCluster, "start", lambda self: None)
-    monkeypatch.setattr(local_stack, "start_service", lambda *a, **k: None)
-    monkeypatch.setattr(local_stack, "_wait_beta", lambda port: None)
-    monkeypatch.setattr("streamops.procedures.submit.submit_job",
-                        lambda spec, s, **k: submits.append(spec.name) or "driver-2")
+    submits = quiet_up(monkeypatch)
     obs = local_stack.up(settings, local_stack.StackOptions(spec=V1, airflow=False))
     assert submits == []
     lines = local_stack.job_lines(obs)
