@@ -1,6 +1,7 @@
 """The ``rolling_scale`` DAG's tasks record the scale's intent, owned by the DAG run, and the
 worker count health expects once the master lists it; a failed step is kept in the intent.
-The cluster's edge (agents, master, jobs) is replaced; the tasks are the DAG's own."""
+The ``cluster_restart`` DAG's run owns its intent too. The cluster's edge (agents, master,
+jobs) is replaced; the tasks are the DAG's own."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ RUN = SimpleNamespace(dag_id="rolling_scale", run_id="manual__1")
 OWNER = "airflow:rolling_scale/manual__1"
 
 
-def _tasks() -> dict[str, Any]:
-    path = PROJECT_ROOT / "dags" / "rolling_scale.py"
-    spec = importlib.util.spec_from_file_location("rolling_scale_dag", path)
+def _tasks(name: str = "rolling_scale") -> dict[str, Any]:
+    path = PROJECT_ROOT / "dags" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_dag", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {t.task_id: t.python_callable for t in module.rolling_scale().tasks}
+    return {t.task_id: t.python_callable for t in getattr(module, name)().tasks}
 
 
 @pytest.fixture
@@ -75,3 +76,22 @@ def test_a_failed_step_is_kept_in_the_intent(
     intent = scale.load_intent(settings)
     assert intent is not None and not intent.finished
     assert intent.reason and "step verify_batches_continue failed" in intent.reason
+
+
+def test_the_cluster_restart_run_owns_its_intent(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamops.procedures import cluster_restart
+
+    asked: dict[str, Any] = {}
+
+    def begin(s: Settings, release: str, owner: str = "cli") -> cluster_restart.RestartIntent:
+        asked.update(release=release, owner=owner)
+        return cluster_restart.RestartIntent("r1", release, ["worker-1"], {}, owner=owner)
+
+    monkeypatch.setattr(cluster_restart, "begin", begin)
+    monkeypatch.setattr("airflow.sdk.get_current_context",
+                        lambda: {"ti": SimpleNamespace(dag_id="cluster_restart",
+                                                       run_id="manual__2")})  # fmt: skip
+    assert _tasks("cluster_restart")["begin"]("r2") == {"from": "r1", "to": "r2"}
+    assert asked == {"release": "r2", "owner": "airflow:cluster_restart/manual__2"}
