@@ -6,7 +6,9 @@ restart), step by step, every cluster step through the node agents:
 
 1. **validate**: the release exists under `config/jars/releases`;
 2. **begin**: record the intent (`<state>/cluster/intents/cluster-restart.json`): from/to
-   release, running jobs, running workers (an unfinished restart to the same release resumes);
+   release, running jobs, running workers, this run as its owner (an unfinished restart to
+   the same release resumes; until it is done or rolled back, `streamops health` fails naming
+   it and this run);
 3. **savepoint_all_jobs**: savepoint every running job with cancel (one task per job);
 4. **stop_cluster**: stop the workers, then the master;
 5. **switch_release**: make the release active on every node (`<state>/lib/active`);
@@ -51,7 +53,12 @@ def cluster_restart() -> None:
 
     @task
     def begin(release: str) -> dict:
-        intent = restart_step("begin", release=release)
+        from airflow.sdk import get_current_context
+
+        from streamops_airflow.operators import run_owner
+
+        # the run owns the intent: health names it while the restart is unfinished
+        intent = restart_step("begin", release=release, owner=run_owner(get_current_context()))
         print(f"restart {intent.release_from} -> {intent.release_to}: jobs "
               f"{sorted(intent.savepoints)}, workers {intent.workers}")
         return {"from": intent.release_from, "to": intent.release_to}

@@ -12,9 +12,17 @@ agents. Give **either** a target worker count **or** a worker node to add or rem
 5. **verify_batches_continue**: every job committed new batches after the change;
 6. **rebalance**: a job granted fewer cores than it asks for while cores are free is
    restarted from a fresh savepoint so it uses the new workers (usually nothing to do).
+
+The run records its intent (`<state>/cluster/intents/scale.json`, owned by the run) before a
+worker changes and after each step, and the count reached once the master confirms it: the
+health check expects that many workers, and shows an unfinished scale with its run.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from airflow.sdk import Param, dag, task
 
@@ -75,13 +83,19 @@ def rolling_scale() -> None:
         from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
-        settings = ops_settings()
-        if plan["action"] == "workers":
-            result = scale.scale_to(settings, plan["workers"])
-        elif plan["action"] == "add":
-            result = scale.add_worker(settings, plan["node"])
-        else:
-            result = scale.remove_worker(settings, plan["node"])
+        settings, owner = ops_settings(), _owner()
+        node = plan.get("node")
+        target = scale.target_workers(settings, workers=plan.get("workers"),
+                                      add=node if plan["action"] == "add" else None,
+                                      remove=node if plan["action"] == "remove" else None)
+        scale.begin(settings, owner, target)
+        with _recorded(settings, owner, "change_workers"):
+            if plan["action"] == "workers":
+                result = scale.scale_to(settings, plan["workers"])
+            elif plan["action"] == "add":
+                result = scale.add_worker(settings, plan["node"])
+            else:
+                result = scale.remove_worker(settings, plan["node"])
         print(result.summary())
         return len(result.running)
 
@@ -90,15 +104,22 @@ def rolling_scale() -> None:
         from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
-        scale.wait_alive_count(ops_settings(), expected)
+        settings, owner = ops_settings(), _owner()
+        with _recorded(settings, owner, "confirm_in_master"):
+            scale.wait_alive_count(settings, expected)
+        scale.workers_changed(settings, owner)  # health expects this many workers from now on
+        scale.step_done(settings, owner, "confirm_in_master")
 
     @task
     def verify_batches_continue(marks: dict, params: dict | None = None) -> dict:
         from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
+        settings, owner = ops_settings(), _owner()
         timeout = float((params or {}).get("verify_timeout") or 300)
-        batches = scale.verify_batches_continue(ops_settings(), _marks(marks), timeout)
+        with _recorded(settings, owner, "verify_batches_continue"):
+            batches = scale.verify_batches_continue(settings, _marks(marks), timeout)
+        scale.step_done(settings, owner, "verify_batches_continue")
         print(f"batches after the scale: {batches}")
         return batches
 
@@ -107,13 +128,16 @@ def rolling_scale() -> None:
         from streamops.procedures import scale
         from streamops_airflow.hooks import ops_settings
 
-        settings = ops_settings()
-        jobs = scale.rebalance_candidates(settings)
-        for job in jobs:
-            print(f"job {job} cannot use the free cores; restarting it from a savepoint")
-            scale.rebalance(settings, job)
+        settings, owner = ops_settings(), _owner()
+        with _recorded(settings, owner, "rebalance"):
+            jobs = scale.rebalance_candidates(settings)
+            for job in jobs:
+                print(f"job {job} cannot use the free cores; restarting it from a savepoint")
+                scale.rebalance(settings, job)
         if not jobs:
             print("every job uses the cores it asks for; no rebalance needed")
+        scale.step_done(settings, owner, "rebalance")
+        scale.finish(settings, owner)
         return jobs
 
     marks = mark_batches()
@@ -123,6 +147,28 @@ def rolling_scale() -> None:
     marks >> running
     confirmed = confirm_in_master(running)
     confirmed >> verify_batches_continue(marks) >> rebalance()
+
+
+def _owner() -> str:
+    """This DAG run, the owner of its scale's intent."""
+    from airflow.sdk import get_current_context
+
+    from streamops_airflow.operators import run_owner
+
+    return run_owner(get_current_context())
+
+
+@contextmanager
+def _recorded(settings: Any, owner: str, step: str) -> Iterator[None]:
+    """Run a step; its failure is kept in the scale's intent (health shows it)."""
+    from streamops.exceptions import StreamopsError
+    from streamops.procedures import scale
+
+    try:
+        yield
+    except StreamopsError as exc:
+        scale.record_failure(settings, owner, f"step {step} failed: {exc}")
+        raise
 
 
 def _marks(raw: dict) -> dict:

@@ -93,7 +93,7 @@ class JobRegistry:
         return JobView(
             name=name,
             version=status.get("version"),
-            state=str(status.get("state") or "UNKNOWN") if live else "UNKNOWN",
+            state=str(status.get("state") or "UNKNOWN") if live else _not_running(status, held),
             is_live=live,
             driver_id=held.holder if live and held else None,
             driver_state=None,
@@ -319,6 +319,13 @@ def _state(status: dict[str, Any], live: DriverInfo | None, app_live: bool,
     if finished is not None:
         return finished.state
     return str(status.get("state") or "NOT_SUBMITTED")
+
+
+def _not_running(status: dict[str, Any], held: Any) -> str:
+    """The state of a job whose lease no driver keeps fresh: its last status, and the lease's."""
+    last = status.get("state")
+    lease = f"lease of {held.holder} expired" if held is not None else "no lease"
+    return f"NOT RUNNING ({lease}{f', last {last}' if last else ''})"
 
 
 def _last_batch_at(status: dict[str, Any]) -> float | None:

@@ -1,6 +1,6 @@
 """The upgrade planner: which stage keeps its state, which starts empty, which is refused.
 
-Jet's rules for updating a job from a snapshot (DESIGN.md section 5), applied per stage
+Jet's rules for updating a job from a snapshot (``docs/architecture.md``), applied per stage
 name to the stage descriptors of :mod:`spark_jobs.runtime.describe`:
 
 - a stage only in the new version is ``NEW``: empty state, sources from the savepoint;

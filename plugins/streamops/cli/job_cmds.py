@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from streamops.cli.tables import Listing, console
@@ -91,9 +92,17 @@ def jobs_table(views: list[JobView]) -> Listing:
 
 
 def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.exceptions import ClusterNotRunning
     from streamops.jobs import JobRegistry
 
-    views = JobRegistry(settings).list()
+    registry = JobRegistry(settings)
+    note = None
+    try:
+        views = registry.list()
+    except ClusterNotRunning as exc:  # the drivers may run on: the state root still tells
+        views = [registry.view_from_state(name) for name in registry.names()]
+        note = (f"the Spark master did not answer ({exc}); the jobs are shown from the state "
+                f"root {settings.state_root}: live while a driver keeps the job's lease fresh")
     if args.json:
         fields = (
             "name", "version", "state", "is_live", "driver_id", "driver_state", "worker",
@@ -101,8 +110,12 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
             "processed_rows_per_second",
         )  # fmt: skip
         print(json.dumps([{f: getattr(v, f) for f in fields} for v in views], indent=2))
+        if note:
+            print(note, file=sys.stderr)
     else:
         jobs_table(views).print()
+        if note:
+            console().print(note, markup=False)
     return 0
 
 

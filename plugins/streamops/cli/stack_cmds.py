@@ -36,18 +36,21 @@ def register(sub: Any) -> None:
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.settings import PROJECT_ROOT
-    from streamops.stack.local_stack import StackOptions, up
+    from streamops.stack.local_stack import StackOptions, job_lines, up
 
     spec = args.spec or PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
     opts = StackOptions(
         spec=Path(spec), beta_port=args.beta_port, rate=args.rate,
         vehicles=args.vehicles, wait=args.wait, airflow=not args.no_airflow,
     )  # fmt: skip
-    up(settings, opts)
+    lines = job_lines(up(settings, opts))
     layout = settings.layout
     airflow = "" if args.no_airflow else _airflow_lines(settings)
-    console().print(
-        "\n[bold green]fleet-pings is running.[/]\n"
+    out = console()
+    out.print()
+    for running, line in lines or [(False, "no job is declared")]:
+        out.print(f"{line}.", style="bold green" if running else "bold red", markup=False)
+    out.print(
         f"  Spark master UI   {settings.webui_url}\n"
         f"  fleetsim-beta     http://127.0.0.1:{args.beta_port}/pings?since=0&limit=5\n"
         f"  fleetsim-alpha    {layout.alpha_dir}\n"

@@ -25,6 +25,7 @@ from streamops.cluster.status import ClusterStatus, worker_sort_key
 from streamops.exceptions import AgentError, ClusterNotRunning, ProcessError
 from streamops.names import check_name
 from streamops.settings import Settings
+from streamops.state.cluster_size import forget_desired_workers
 from streamops.state.layout import write_json_atomic
 from streamops.state.releases import ReleaseStore
 
@@ -127,6 +128,7 @@ class LocalCluster:
         agents = self.stop_agents()
         if agents:
             log.info("stopped %s agent(s): %s", len(agents), ", ".join(agents))
+        forget_desired_workers(self.layout)  # a fresh start runs (and expects) the profile's
         strays = daemons.sweep(self.layout.root)
         if strays:
             log.warning("ended %s stray process(es) of this cluster: %s", len(strays), strays)

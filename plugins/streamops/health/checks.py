@@ -9,9 +9,13 @@ Five groups of checks, each giving ``ok`` / ``warn`` / ``fail`` with a message t
 is wrong (``worker worker-2 is DEAD``, ``job fleet-pings: stage vehicles committed no batch
 for 312 s (limit 120 s)``):
 
-- ``cluster``  — the master answers and is ALIVE; the expected number of workers is ALIVE;
-- ``jobs``     — every declared job runs (declared = its last submission was not followed by
-  a cancel or a deliberate stop); a FAILED status with its error;
+- ``cluster``  — the master answers and is ALIVE; the expected number of workers is ALIVE
+  (the last scale's count, else the profile's); no cluster restart or scale is unfinished;
+- ``jobs``     — every job that should run runs (declared = its last submission was not
+  followed by a cancel or a deliberate stop; and every job a procedure in progress
+  stopped); a FAILED status with its error; no upgrade or restart is unfinished (each one
+  named with its owner, step, since when and what resumes it:
+  :mod:`streamops.health.procedures`);
 - ``progress`` — per stage: age of the last committed batch, processed vs input rate;
 - ``sources``  — per source (:mod:`streamops.health.sources`, probed by
   :mod:`streamops.health.source_probes`): a reset, replaced or truncated upstream (fail, naming both
@@ -32,6 +36,7 @@ from typing import Any
 from streamops.cluster.client import WorkerInfo
 from streamops.exceptions import StreamopsError
 from streamops.health.gather import GROUPS, declared_jobs, gather, newest_write
+from streamops.health.procedures import ProcedureSeen, procedure_result
 from streamops.health.report import (
     CheckResult,
     HealthReport,
@@ -69,11 +74,13 @@ __all__ = [
 # --- checks -----------------------------------------------------------------------------
 def check_cluster(obs: Observation) -> list[CheckResult]:
     s = obs.settings
+    procedures = [procedure_result(p, obs.now) for p in obs.procedures if p.job is None]
     if obs.master is None:
         return [
             CheckResult(
                 "cluster", "master", Level.FAIL, f"Spark master at {s.webui_url} does not answer"
-            )
+            ),
+            *procedures,
         ]
     status = str(obs.master.get("status", ""))
     master = CheckResult(
@@ -82,7 +89,7 @@ def check_cluster(obs: Observation) -> list[CheckResult]:
         Level.OK if status == "ALIVE" else Level.FAIL,
         f"master {s.master_url} is {status or 'in an unknown state'}",
     )
-    return [master, _check_workers(obs)]
+    return [master, _check_workers(obs), *procedures]
 
 
 def _check_workers(obs: Observation) -> CheckResult:
@@ -122,16 +129,29 @@ def _dead_workers(
 
 
 def check_jobs(obs: Observation) -> list[CheckResult]:
+    """Every job that should run (declared, or stopped by a procedure in progress) runs, and
+    every procedure of a job in progress fails (it stopped the job, or is about to)."""
+    busy = {p.job: p for p in obs.procedures if p.job}
     if obs.master is None:
-        return [_check_job_without_master(obs, name) for name in obs.jobs] or [
-            CheckResult("jobs", "jobs", Level.OK, "no declared job")
-        ]
-    if not obs.jobs:
-        return [CheckResult("jobs", "jobs", Level.OK, "no declared job")]
-    return [_check_job(name, obs.views.get(name)) for name in obs.jobs]
+        out = [_check_job_without_master(obs, name, busy.get(name)) for name in obs.jobs]
+    else:
+        out = [_check_job(name, obs.views.get(name), busy.get(name)) for name in obs.jobs]
+    out += [procedure_result(p, obs.now) for p in obs.procedures if p.job]
+    return out or [CheckResult("jobs", "jobs", Level.OK, _no_declared_job(obs))]
 
 
-def _check_job(name: str, view: JobView | None) -> CheckResult:
+def _no_declared_job(obs: Observation) -> str:
+    if not obs.dormant:
+        return "no declared job"
+    why = "; ".join(f"{name} {reason}" for name, reason in sorted(obs.dormant.items()))
+    return f"no declared job ({why})"
+
+
+def _stopped_by(busy: ProcedureSeen | None) -> str:
+    return f"; stopped by the {busy.label}, which has not finished" if busy else ""
+
+
+def _check_job(name: str, view: JobView | None, busy: ProcedureSeen | None = None) -> CheckResult:
     if view is None:
         return CheckResult("jobs", name, Level.FAIL, f"job {name} is unknown to this state root")
     error = view.status.get("error") if view.status.get("state") == "FAILED" else None
@@ -140,9 +160,15 @@ def _check_job(name: str, view: JobView | None) -> CheckResult:
         ended = f" (driver ended {view.driver_state})" if view.driver_state else ""
         detail = f"; its last error: {last_error}" if last_error else ""
         message = f"job {name} is not running: state {view.state}{ended}{detail}"
-        return CheckResult("jobs", name, Level.FAIL, message)
+        return CheckResult("jobs", name, Level.FAIL, message + _stopped_by(busy))
     if last_error:
         return CheckResult("jobs", name, Level.FAIL, f"job {name} FAILED: {last_error}")
+    if view.status.get("state") == "STOPPED" and view.status.get("driver_id") == view.driver_id:
+        saved = view.status.get("savepoint")
+        message = (f"job {name} runs no stage: driver {view.driver_id} was stopped by a "
+                   f"savepoint with cancel{f' (savepoint {saved})' if saved else ''} and "
+                   "only waits to end")  # fmt: skip
+        return CheckResult("jobs", name, Level.FAIL, message + _stopped_by(busy))
     if not view.healthy:
         message = f"job {name} is live but not healthy yet: state {view.state}"
         return CheckResult("jobs", name, Level.WARN, message)
@@ -150,13 +176,15 @@ def _check_job(name: str, view: JobView | None) -> CheckResult:
     return CheckResult("jobs", name, Level.OK, message)
 
 
-def _check_job_without_master(obs: Observation, name: str) -> CheckResult:
+def _check_job_without_master(
+    obs: Observation, name: str, busy: ProcedureSeen | None = None
+) -> CheckResult:
     """A job judged from the state root while the master is down: its driver may run on."""
     view = obs.views.get(name)
     if view is None or not view.is_live:
         return CheckResult("jobs", name, Level.FAIL,
                            f"job {name}: the master does not answer and no driver holds the "
-                           "job's lease: it is not running")  # fmt: skip
+                           f"job's lease: it is not running{_stopped_by(busy)}")  # fmt: skip
     age = f"{view.last_batch_age:.0f} s ago" if view.last_batch_age is not None else "never"
     return CheckResult("jobs", name, Level.WARN,
                        f"job {name} v{view.version} runs on without the master: driver "

@@ -1,6 +1,7 @@
 """Gathering what the health checks look at: the one place of a health run that does I/O.
 
-:func:`gather` reads the master's JSON, the job registry (or, without the master, the state
+:func:`gather` reads the master's JSON, the procedures in progress (their intent records,
+:mod:`streamops.health.procedures`), the job registry (or, without the master, the state
 root), and what the checked groups need besides: this state root's workers (pid files, the
 addresses their logs name), the sources' probes (:mod:`streamops.health.source_probes`), the jobs'
 stores. It returns an :class:`~streamops.health.report.Observation`, a plain value that the
@@ -9,7 +10,8 @@ checks of :mod:`streamops.health.checks` judge without any I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from streamops.cluster import daemons
@@ -18,56 +20,96 @@ from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.status import build_status
 from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import ClusterNotRunning, Unhealthy
+from streamops.health.procedures import gather_procedures
 from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
 from streamops.health.source_probes import Prober, probe_job
 from streamops.jobs import JobRegistry, read_submissions, spec_args
 from streamops.settings import Settings
+from streamops.state.cluster_size import desired_workers
 from streamops.state.layout import StateLayout, read_json
 
 GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
+NEVER_SUBMITTED = "never submitted"
 
 
-def declared_jobs(layout: StateLayout) -> list[str]:
-    """Jobs that should be running: submitted, not cancelled nor deliberately stopped since."""
-    out = []
-    for name in layout.known_jobs():
-        events = [
-            s
-            for s in read_submissions(layout.submissions_file(name))
-            if s.get("event") in ("submitted", "cancelled")
-        ]
-        if not events or events[-1]["event"] != "submitted":
-            continue
-        status = read_json(layout.status_file(name)) or {}
-        stopped = status.get("stopped_by") and float(status.get("stopped_at") or 0) >= float(
-            events[-1].get("at") or 0
-        )
-        if not stopped:
-            out.append(name)
-    return out
+def declared_jobs(layout: StateLayout, busy: Collection[str] = ()) -> list[str]:
+    """Jobs that should be running: submitted, not cancelled nor deliberately stopped since;
+    and every job of ``busy`` (one a procedure in progress stopped to start it again, or
+    one that runs)."""
+    return [n for n in layout.known_jobs() if n in busy or dormant_reason(layout, n) is None]
+
+
+def dormant_reason(layout: StateLayout, name: str) -> str | None:
+    """Why a job of the state root is not expected to run (``None``: it is): never submitted,
+    cancelled, or stopped by a savepoint with cancel after its last submission."""
+    events = [
+        s
+        for s in read_submissions(layout.submissions_file(name))
+        if s.get("event") in ("submitted", "cancelled")
+    ]
+    if not events:
+        return NEVER_SUBMITTED
+    last = events[-1]
+    if last["event"] != "submitted":
+        return f"cancelled at {_when(last.get('at'))}"
+    status = read_json(layout.status_file(name)) or {}
+    if status.get("stopped_by") and float(status.get("stopped_at") or 0) >= float(
+        last.get("at") or 0
+    ):
+        saved = f" to savepoint {status['savepoint']}" if status.get("savepoint") else ""
+        return f"stopped by a savepoint with cancel{saved} at {_when(status.get('stopped_at'))}"
+    return None
+
+
+def _when(at: Any) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(at or 0)))
+
+
+def expected_workers(settings: Settings, thresholds: Thresholds) -> int:
+    """The ALIVE workers health expects: the threshold if given, else the count the last scale
+    recorded (:mod:`streamops.state.cluster_size`), else the cluster profile's."""
+    if thresholds.expected_workers is not None:
+        return thresholds.expected_workers
+    desired = desired_workers(settings.layout)
+    if desired is not None:
+        return desired
+    return ClusterProfile.for_config_dir(settings.config_dir).workers
 
 
 def gather(
     settings: Settings, thresholds: Thresholds, jobs: Sequence[str] | None = None,
     groups: Iterable[str] = GROUPS,
 ) -> Observation:  # fmt: skip
-    """Read everything the checks of ``groups`` look at, once: the master, the view of every
-    job to check (default: the declared ones), and what the groups need besides (workers,
-    source probes, stores). The only I/O of a health run."""
+    """Read everything the checks of ``groups`` look at, once: the master, the procedures in
+    progress, the view of every job to check (default: the declared ones, and those a
+    procedure stopped), and what the groups need besides (workers, source probes, stores).
+    The only I/O of a health run."""
     wanted = set(groups)
     client = MasterClient(settings)
     try:
         master: dict[str, Any] | None = client.state()
     except ClusterNotRunning:
         master = None
-    names = list(jobs) if jobs else declared_jobs(settings.layout)
-    obs = Observation(settings, thresholds, master, names)
+    layout = settings.layout
     registry = JobRegistry(settings, client)
     known = set(registry.names())
+    expected = expected_workers(settings, thresholds)
+    procedures = gather_procedures(settings, sorted(known), expected)
     if master is not None:
-        obs.views = {v.name: v for v in registry.list() if v.name in names and v.name in known}
+        views = {v.name: v for v in registry.list()}
     else:  # the jobs may well run on: judge them from the state root (lease, status)
-        obs.views = {n: registry.view_from_state(n) for n in names if n in known}
+        views = {n: registry.view_from_state(n) for n in sorted(known)}
+    # expected to run besides the declared jobs: those a procedure in progress stopped, and
+    # those running (whatever their last submission event says, e.g. a killed standby's)
+    busy = {p.job for p in procedures if p.job}
+    running = {n for n, v in views.items() if v.is_live and v.status.get("state") == "RUNNING"}
+    names = list(jobs) if jobs else declared_jobs(layout, busy | running)
+    obs = Observation(settings, thresholds, master, names)
+    obs.procedures = [p for p in procedures if p.job is None or p.job in names]
+    reasons = {n: dormant_reason(layout, n) for n in sorted(known - set(names))}
+    obs.dormant = {n: why for n, why in reasons.items()
+                   if why is not None and why != NEVER_SUBMITTED}  # fmt: skip
+    obs.views = {n: v for n, v in views.items() if n in names}
     if "cluster" in wanted and master is not None:
         obs.workers = _gather_workers(settings, thresholds, master)
     if "sources" in wanted:
@@ -83,9 +125,7 @@ def _gather_workers(
     settings: Settings, thresholds: Thresholds, master: dict[str, Any]
 ) -> WorkersSeen:
     layout = settings.layout
-    expected = thresholds.expected_workers
-    if expected is None:
-        expected = ClusterProfile.for_config_dir(settings.config_dir).workers
+    expected = expected_workers(settings, thresholds)
     records = {
         n: r
         for n in daemons.pid_file_names(layout)

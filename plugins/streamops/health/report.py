@@ -41,7 +41,9 @@ class Thresholds(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     expected_workers: int | None = Field(
-        default=None, ge=0, description="ALIVE workers expected (default: the cluster profile)"
+        default=None, ge=0,
+        description="ALIVE workers expected (default: the last scale's count, else the "
+        "cluster profile's)",
     )
     max_batch_age: float = Field(
         default=120.0, gt=0, description="seconds a busy stage may go without committing"
@@ -185,6 +187,27 @@ class SinkSeen:
     error: str | None = None  # the store could not be read
 
 
+@dataclass(frozen=True)
+class ProcedureSeen:
+    """One unfinished procedure, from its intent record."""
+
+    kind: str  # upgrade | restart | cluster-restart | scale
+    job: str | None  # None: the whole cluster
+    what: str  # "upgrade v1 → v2 (savepoint …)"
+    owner: str  # cli, rebalance, cluster-restart, airflow:<dag>/<run>
+    phase: str
+    next_step: str | None
+    since: float  # when it began
+    at: float  # when its phase was recorded
+    resume: str  # the command (or the DAG run) that resumes it
+    stopped: bool = False  # it has stopped the job (a savepoint with cancel was requested)
+    failure: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.what} of {self.job}" if self.job else self.what
+
+
 @dataclass
 class Observation:
     """Everything the checks look at, gathered once (:func:`streamops.health.checks.gather`) before
@@ -200,6 +223,8 @@ class Observation:
     workers: WorkersSeen | None = None  # gathered for the cluster group
     sources: dict[str, dict[str, SourceProbe]] = field(default_factory=dict)  # job -> source
     sinks: dict[str, SinkSeen] = field(default_factory=dict)  # job -> its store
+    procedures: list[ProcedureSeen] = field(default_factory=list)  # unfinished ones
+    dormant: dict[str, str] = field(default_factory=dict)  # job not expected to run -> why
 
     @property
     def live_views(self) -> list[JobView]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from streamops.agent.registry import Agents
@@ -60,6 +60,7 @@ class RestartIntent:
     started_at: float = field(default_factory=time.time)
     steps: list[dict[str, Any]] = field(default_factory=list)
     reason: str | None = None
+    owner: str = "cli"  # ``cli`` or ``airflow:<dag>/<run>``: who runs (and resumes) it
 
     @property
     def finished(self) -> bool:
@@ -68,7 +69,8 @@ class RestartIntent:
 
 def load_intent(settings: Settings) -> RestartIntent | None:
     data = read_json(settings.layout.intent_file(OPERATION))
-    return RestartIntent(**data) if data else None
+    names = {f.name for f in fields(RestartIntent)}
+    return RestartIntent(**{k: v for k, v in data.items() if k in names}) if data else None
 
 
 def _save(settings: Settings, intent: RestartIntent, phase: str, **detail: Any) -> None:
@@ -86,8 +88,9 @@ def _current(settings: Settings) -> RestartIntent:
     return intent
 
 
-def begin(settings: Settings, release: str) -> RestartIntent:
-    """Record the intent of restarting onto ``release``; resume an unfinished one to it."""
+def begin(settings: Settings, release: str, owner: str = "cli") -> RestartIntent:
+    """Record the intent of restarting onto ``release``; resume an unfinished one to it
+    (``owner``, the CLI or a DAG run, is who runs it from then on)."""
     store = ReleaseStore(settings)
     store.path(release)  # UnknownRelease naming the known ones
     intent = load_intent(settings)
@@ -97,13 +100,16 @@ def begin(settings: Settings, release: str) -> RestartIntent:
                 f"a cluster restart to {intent.release_to} is in progress (phase "
                 f"{intent.phase}); resume it with that release or roll it back first")
         log.info("resuming the cluster restart to %s at phase %s", release, intent.phase)
+        if intent.owner != owner:
+            intent.owner = owner
+            _save(settings, intent, intent.phase, owner=owner)
         return intent
     agents = Agents(settings)
     jobs = sorted(v.name for v in JobRegistry(settings).list() if v.is_live)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     intent = RestartIntent(
         release_from=store.active(), release_to=release, workers=running_workers(agents),
-        savepoints={job: f"{job}-restart-{stamp}" for job in jobs})
+        savepoints={job: f"{job}-restart-{stamp}" for job in jobs}, owner=owner)
     _save(settings, intent, "begun", jobs=jobs, workers=intent.workers)
     log.info("cluster restart %s → %s: jobs %s, workers %s", intent.release_from, release,
              ", ".join(jobs) or "none", ", ".join(intent.workers))

@@ -7,14 +7,19 @@ decommission (SIGPWR: executors drain, blocks move), preferring workers that run
 A job that cannot use new cores (granted fewer than it asks for while cores are free) is
 rebalanced: restarted from a fresh savepoint (:mod:`streamops.procedures.savepoint_restart`).
 
-The CLI (``streamops scale``) and the ``rolling_scale`` DAG both call these functions.
+The CLI (``streamops scale``) and the ``rolling_scale`` DAG both call these functions, inside
+an intent record (``<state>/cluster/intents/scale.json``, :class:`ScaleIntent`): ``begin``
+records the target and its owner (``cli`` or the DAG run) before any worker changes,
+:func:`workers_changed` the count reached (also where the health check reads the workers it
+expects: :mod:`streamops.state.cluster_size`), :func:`finish` the end. An unfinished one shows
+in ``streamops health`` with the command that resumes it (a scale to the same count).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, fields
 
 from streamops.agent.registry import Agents
 from streamops.cluster.client import MasterClient, WorkerInfo, executor_room
@@ -24,9 +29,13 @@ from streamops.exceptions import ClusterError, ConfigError, JobError, StreamopsE
 from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import savepoint_restart
 from streamops.settings import Settings
+from streamops.state.cluster_size import record_desired_workers
+from streamops.state.layout import read_json, write_json_atomic
 
 log = logging.getLogger("streamops.procedures.scale")
 REBALANCE = "rebalance"  # the owner (and purpose) of a rebalance's restart intent
+OPERATION = "scale"  # its intent: <state>/cluster/intents/scale.json
+CLI_OWNER = "cli"
 
 BatchMarks = dict[str, dict[str, tuple[int | None, float]]]
 """Per running job, per stage: (last batch id, time of the mark)."""
@@ -209,3 +218,119 @@ def rebalance(settings: Settings, job: str, health_timeout: float = 300.0) -> st
     intent = savepoint_restart.restart(settings, job, REBALANCE, purpose=REBALANCE,
                                        health_timeout=health_timeout)  # fmt: skip
     return str(intent.new_driver)
+
+
+# --- the intent ------------------------------------------------------------------------
+@dataclass
+class ScaleIntent:
+    """What a scale is doing; saved before the workers change and after every step."""
+
+    owner: str  # ``cli`` or ``airflow:<dag>/<run>``
+    workers: int  # the target count of ALIVE workers
+    before: int | None = None  # running workers when it began
+    phase: str = "begun"
+    done: list[str] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)
+    at: float = field(default_factory=time.time)  # when ``phase`` was recorded
+    reason: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.phase == "done"
+
+
+SCALE_STEPS = ("change_workers", "confirm_in_master", "verify_batches_continue", "rebalance")
+"""The steps of a scale after ``begin``, in order (the DAG's tasks; the CLI runs them all)."""
+
+
+def load_intent(settings: Settings) -> ScaleIntent | None:
+    data = read_json(settings.layout.intent_file(OPERATION))
+    if not isinstance(data, dict) or "workers" not in data or "owner" not in data:
+        return None
+    names = {f.name for f in fields(ScaleIntent)}
+    return ScaleIntent(**{k: v for k, v in data.items() if k in names})
+
+
+def _save(settings: Settings, intent: ScaleIntent, phase: str) -> None:
+    intent.phase, intent.at = phase, time.time()
+    write_json_atomic(settings.layout.intent_file(OPERATION), asdict(intent))
+    log.info("scale to %s worker(s) (%s): %s", intent.workers, intent.owner, phase)
+
+
+def target_workers(settings: Settings, *, workers: int | None = None, add: str | None = None,
+                   remove: str | None = None) -> int:  # fmt: skip
+    """The ALIVE workers a scale ends with: ``workers``, or one more (``add``) or one fewer
+    (``remove``) than run now."""
+    if workers is not None:
+        return workers
+    running = running_workers(Agents(settings))
+    if add is not None:
+        return len(running) + (add not in running)
+    return len(running) - (remove in running)
+
+
+def begin(settings: Settings, owner: str, workers: int, before: int | None = None) -> ScaleIntent:
+    """Record that ``owner`` scales to ``workers``, before any worker changes. An unfinished
+    scale to another count, or of another owner, is replaced (a scale is idempotent: the
+    workers are counted again)."""
+    previous = load_intent(settings)
+    if previous is not None and not previous.finished:
+        if previous.owner == owner and previous.workers == workers:
+            log.info("resuming the scale to %s worker(s) at phase %s", workers, previous.phase)
+            return previous
+        log.warning("an unfinished scale to %s worker(s) of %s (phase %s) is replaced",
+                    previous.workers, previous.owner, previous.phase)  # fmt: skip
+    intent = ScaleIntent(owner=owner, workers=workers, before=before)
+    _save(settings, intent, "begun")
+    return intent
+
+
+def _current(settings: Settings, owner: str) -> ScaleIntent:
+    intent = load_intent(settings)
+    if intent is None or intent.finished or intent.owner != owner:
+        raise ClusterError(f"no scale of {owner} in progress; begin one first")
+    return intent
+
+
+def _over(settings: Settings, owner: str) -> ScaleIntent | None:
+    """``owner``'s scale if it is finished (a retried task after it changes nothing)."""
+    intent = load_intent(settings)
+    return intent if intent is not None and intent.finished and intent.owner == owner else None
+
+
+def step_done(settings: Settings, owner: str, step: str) -> ScaleIntent:
+    """Record that ``step`` (one of :data:`SCALE_STEPS`) of ``owner``'s scale is done."""
+    over = _over(settings, owner)
+    if over is not None:
+        return over
+    intent = _current(settings, owner)
+    if step not in intent.done:
+        intent.done.append(step)
+    _save(settings, intent, step.replace("_", "-"))
+    return intent
+
+
+def workers_changed(settings: Settings, owner: str) -> ScaleIntent:
+    """The workers reached the target: record it as the count the cluster should run (the
+    health check expects it from now on), then the step."""
+    intent = _current(settings, owner)
+    record_desired_workers(settings.layout, intent.workers, by=f"scale ({owner})")
+    return step_done(settings, owner, "change_workers")
+
+
+def finish(settings: Settings, owner: str) -> ScaleIntent:
+    """The scale is over (a retry after it finished changes nothing)."""
+    over = _over(settings, owner)
+    if over is not None:
+        return over
+    intent = _current(settings, owner)
+    _save(settings, intent, "done")
+    return intent
+
+
+def record_failure(settings: Settings, owner: str, reason: str) -> None:
+    """Keep why a step failed in the intent (health shows it)."""
+    intent = load_intent(settings)
+    if intent is not None and not intent.finished and intent.owner == owner:
+        intent.reason = reason[:2000]
+        _save(settings, intent, intent.phase)

@@ -1,6 +1,6 @@
 """Savepoint-and-upgrade: Jet's ``save-snapshot --cancel`` then ``submit -s``, for Spark.
 
-Observe → decide → act → record. The plan (section 5 of DESIGN.md) is computed and printed
+Observe → decide → act → record. The plan (:mod:`streamops.planner`) is computed and printed
 before anything stops; a refused plan leaves the running job untouched. Then: savepoint
 with cancel → start the new version from it → wait until healthy. If the new version does
 not become healthy, the old version is restarted from the same savepoint and the procedure

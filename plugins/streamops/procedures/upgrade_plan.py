@@ -1,6 +1,6 @@
-"""The upgrade's dry run: compare the running stages with the new version's (section 5 of
-DESIGN.md). Nothing stops here; :mod:`streamops.procedures.upgrade_steps` records the plan in the
-upgrade's intent and acts on it."""
+"""The upgrade's dry run: compare the running stages with the new version's
+(:mod:`streamops.planner`). Nothing stops here; :mod:`streamops.procedures.upgrade_steps`
+records the plan in the upgrade's intent and acts on it."""
 
 from __future__ import annotations
 

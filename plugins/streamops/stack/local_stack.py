@@ -2,8 +2,10 @@
 
 ``up``: the local Spark cluster, fleetsim-alpha, fleetsim-beta and the dashboard as background
 services (:mod:`streamops.stack.services`; journals under ``<state>/journals``), the embedded
-Airflow (:mod:`streamops.stack.airflow_stack`), then the fleet-pings job submitted and waited for,
-then Airflow waited for.
+Airflow (:mod:`streamops.stack.airflow_stack`), then the fleet-pings job submitted and waited for
+(not while a procedure in progress stopped it: an upgrade, a restart, a cluster restart
+resume it themselves), then Airflow waited for; what it says of the jobs comes from a health
+observation (:func:`job_lines`).
 ``down``: stop Airflow, cancel live jobs, stop the simulators and the dashboard, stop the
 cluster. Each step logs one line.
 """
@@ -20,6 +22,7 @@ import requests
 from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import ProcessError
+from streamops.health.checks import Observation, Thresholds, check_jobs, gather
 from streamops.jobs import JobRegistry
 from streamops.procedures import describe_ahead
 from streamops.settings import Settings
@@ -82,7 +85,10 @@ def _wait_beta(port: int, timeout: float = 30.0) -> None:
     raise ProcessError(f"fleetsim-beta did not answer on port {port} within {timeout:.0f}s")
 
 
-def up(settings: Settings, opts: StackOptions) -> None:
+def up(settings: Settings, opts: StackOptions) -> Observation:
+    """Start everything and submit the job, unless a procedure in progress stopped it (it
+    resumes the job itself; the observation returned says so). The jobs as health sees them
+    at the end."""
     from streamops.procedures.submit import submit_job
 
     spec = load_spec(opts.spec)
@@ -99,7 +105,13 @@ def up(settings: Settings, opts: StackOptions) -> None:
     spec = spec.model_copy(
         update={"args": {**spec.args, "beta_url": f"http://127.0.0.1:{opts.beta_port}/pings"}}
     )
-    if JobRegistry(settings).view(spec.name).is_live:
+    busy = [p for p in gather(settings, Thresholds(), groups=["jobs"]).procedures
+            if p.stopped and p.job in (spec.name, None)]  # fmt: skip
+    if busy:  # it stopped the job to start it again itself: a submission now would race it
+        for p in busy:
+            log.warning("job %s is not submitted: the %s has not finished (owner %s, phase "
+                        "%s); resume: %s", spec.name, p.label, p.owner, p.phase, p.resume)
+    elif JobRegistry(settings).view(spec.name).is_live:
         log.info("job %s already running; not submitting again", spec.name)
     else:
         submit_job(spec, settings, wait_healthy=opts.wait)
@@ -109,6 +121,26 @@ def up(settings: Settings, opts: StackOptions) -> None:
                   env=settings.to_env())  # fmt: skip
     if airflow is not None:
         airflow.wait_ready()
+    return gather(settings, Thresholds(), groups=["jobs"])
+
+
+def job_lines(obs: Observation) -> list[tuple[bool, str]]:
+    """What ``up`` says of each job, from a health observation: ``(running, line)``. A job
+    runs when its driver is live and healthy; any other is stopped, with the reason the
+    health check gives, and every procedure in progress with what resumes it."""
+    results = {r.name: r for r in check_jobs(obs)}
+    out: list[tuple[bool, str]] = []
+    for name in obs.jobs:
+        view = obs.views.get(name)
+        if view is not None and view.healthy:
+            out.append((True, f"job {name} is running (v{view.version}, driver "
+                              f"{view.driver_id})"))  # fmt: skip
+        else:
+            out.append((False, results[name].message))
+    out += [(False, f"job {name} is stopped: {why}") for name, why in sorted(obs.dormant.items())]
+    out += [(False, f"the {p.label} has not finished (owner {p.owner}, phase {p.phase}); "
+                    f"resume: {p.resume}") for p in obs.procedures]  # fmt: skip
+    return out
 
 
 def down(settings: Settings) -> None:

@@ -13,7 +13,8 @@ module, so a path is spelled in exactly one place::
     <root>/cluster/                            pid files, recovery dir, worker dirs, logs
     <root>/cluster/agents/<node>.json          node agents: url, role, pid (the agent registry)
     <root>/cluster/agent.token                 bearer token of the node agents (mode 0600)
-    <root>/cluster/intents/<operation>.json    intent records of cluster procedures (restart)
+    <root>/cluster/intents/<operation>.json    intent records of cluster procedures (restart, scale)
+    <root>/cluster/desired-workers.json        the worker count the last scale asked for
     <root>/lib/active -> <config>/jars/releases/<release>   the active classpath jar release
     <root>/services/<name>.json                pid files of the stack's simulators
     <root>/health/history.jsonl                one line per health check run
@@ -212,6 +213,12 @@ class StateLayout:
 
     def intent_file(self, operation: str) -> Path:
         return self.cluster_dir / "intents" / f"{check_name('operation', operation)}.json"
+
+    @property
+    def desired_workers_file(self) -> Path:
+        """The ALIVE workers the last scale asked for (health expects them); removed when
+        the whole cluster stops, so a fresh start expects the profile's count again."""
+        return self.cluster_dir / "desired-workers.json"
 
     @property
     def active_release_link(self) -> Path:

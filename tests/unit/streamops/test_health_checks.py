@@ -12,7 +12,7 @@ import pytest
 from streamops.cluster.status import WorkerStatus
 from streamops.health import checks as health
 from streamops.health.checks import Level, Observation, Thresholds
-from streamops.health.report import SinkSeen, WorkersSeen
+from streamops.health.report import ProcedureSeen, SinkSeen, WorkersSeen
 from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
 from streamops.settings import Settings
@@ -101,3 +101,53 @@ def test_a_job_gone_quiet_fails_its_progress() -> None:
     quiet.stages["vehicles"]["last_batch_at"] = NOW - 600
     [result, *_] = health.check_progress(observation(views=[quiet]))
     assert result.level is Level.FAIL and "no batch for 600 s" in result.message
+
+
+def procedure(job: str | None = JOB, **fields: Any) -> ProcedureSeen:
+    base: dict[str, Any] = dict(
+        kind="upgrade" if job else "scale", job=job,
+        what="upgrade v1 → v2 (savepoint sp-1)" if job else "scale to 3 worker(s)",
+        owner="cli", phase="savepoint-requested", next_step="savepoint_answered",
+        since=NOW - 120, at=NOW - 60, resume="`streamops upgrade fleet-pings v2.yaml`",
+        stopped=bool(job))  # fmt: skip
+    return ProcedureSeen(**{**base, **fields})
+
+
+def test_a_procedure_in_progress_fails_and_names_what_resumes_it() -> None:
+    gone = JobView(JOB, "1", "FINISHED", False, None, "FINISHED", None, None, None, None, {})
+    job, proc = health.check_jobs(observation(views=[gone], procedures=[procedure()]))
+    assert job.level is Level.FAIL and job.message == (
+        "job fleet-pings is not running: state FINISHED (driver ended FINISHED); stopped by "
+        "the upgrade v1 → v2 (savepoint sp-1) of fleet-pings, which has not finished")
+    assert proc.level is Level.FAIL and proc.name == "procedure/upgrade/fleet-pings"
+    assert proc.message.startswith("upgrade v1 → v2 (savepoint sp-1) of fleet-pings has not "
+                                   "finished: owner cli, phase savepoint-requested")
+    assert "next step savepoint_answered" in proc.message and "120 s ago" in proc.message
+    assert proc.message.endswith("the job is stopped; resume: `streamops upgrade fleet-pings "
+                                 "v2.yaml`")  # fmt: skip
+    # running on, with an upgrade planned but not begun: the job is fine, the upgrade is not
+    job, proc = health.check_jobs(observation(procedures=[procedure(stopped=False)]))
+    assert job.level is not Level.FAIL and "stopped by" not in job.message
+    assert proc.level is Level.FAIL
+
+
+def test_a_cluster_procedure_fails_the_cluster_group_even_without_the_master() -> None:
+    scale = procedure(None, phase="begun", next_step="change_workers",
+                      resume="`streamops scale --workers 3`", failure="ClusterError: no room")
+    _, _, result = health.check_cluster(observation(procedures=[scale],
+                                                    workers=WorkersSeen(0)))  # fmt: skip
+    assert result.group == "cluster" and result.level is Level.FAIL
+    assert "it failed: ClusterError: no room; resume: `streamops scale --workers 3`" in (
+        result.message)
+    down = observation(procedures=[scale])
+    down.master = None
+    assert [r.name for r in health.check_cluster(down)] == ["master", "procedure/scale"]
+
+
+def test_a_stopped_driver_fails_and_no_declared_job_says_why_the_others_are_not() -> None:
+    stopped = view(state="STOPPED", driver_id="driver-1", savepoint="sp-1")
+    [job] = health.check_jobs(observation(views=[stopped]))
+    assert job.level is Level.FAIL and "runs no stage" in job.message and "sp-1" in job.message
+    [none] = health.check_jobs(observation(views=[], dormant={JOB: "cancelled at 12:00"}))
+    assert none.level is Level.OK and none.message == "no declared job (fleet-pings cancelled "\
+        "at 12:00)"

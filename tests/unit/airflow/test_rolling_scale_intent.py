@@ -1,0 +1,97 @@
+"""The ``rolling_scale`` DAG's tasks record the scale's intent, owned by the DAG run, and the
+worker count health expects once the master lists it; a failed step is kept in the intent.
+The ``cluster_restart`` DAG's run owns its intent too. The cluster's edge (agents, master,
+jobs) is replaced; the tasks are the DAG's own."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from streamops.exceptions import JobError
+from streamops.procedures import scale
+from streamops.settings import PROJECT_ROOT, Settings
+from streamops.state.cluster_size import desired_workers
+
+RUN = SimpleNamespace(dag_id="rolling_scale", run_id="manual__1")
+OWNER = "airflow:rolling_scale/manual__1"
+
+
+def _tasks(name: str = "rolling_scale") -> dict[str, Any]:
+    path = PROJECT_ROOT / "dags" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_dag", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {t.task_id: t.python_callable for t in getattr(module, name)().tasks}
+
+
+@pytest.fixture
+def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Settings:
+    settings = Settings.from_env({}, state_root=str(tmp_path / "state"))
+    monkeypatch.setattr("streamops_airflow.hooks.ops_settings", lambda *_: settings)
+    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": RUN})
+    monkeypatch.setattr(scale, "scale_to", lambda s, n: scale.ScaleResult(
+        ("worker-3",), (), tuple(f"worker-{i}" for i in range(1, n + 1))))
+    monkeypatch.setattr(scale, "wait_alive_count", lambda s, n: None)
+    monkeypatch.setattr(scale, "rebalance_candidates", lambda s: [])
+    return settings
+
+
+def test_a_run_records_its_intent_and_the_workers_health_expects(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scale, "verify_batches_continue", lambda s, m, t: {})
+    tasks = _tasks()
+    assert tasks["change_workers"]({"action": "workers", "workers": 3}) == 3
+    intent = scale.load_intent(settings)
+    assert intent is not None and intent.owner == OWNER and intent.workers == 3
+    assert not intent.finished and desired_workers(settings.layout) is None
+    tasks["confirm_in_master"](3)
+    assert desired_workers(settings.layout) == 3
+    tasks["verify_batches_continue"]({}, params={"verify_timeout": 30})
+    tasks["rebalance"]()
+    intent = scale.load_intent(settings)
+    assert intent is not None and intent.finished
+    assert intent.done == list(scale.SCALE_STEPS)
+    tasks["rebalance"]()  # a retry after it finished changes nothing
+
+
+def test_a_failed_step_is_kept_in_the_intent(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def stalled(*_: Any) -> dict[str, Any]:
+        raise JobError("fleet-pings committed no new batch within 30s of the scale")
+
+    monkeypatch.setattr(scale, "verify_batches_continue", stalled)
+    tasks = _tasks()
+    tasks["change_workers"]({"action": "workers", "workers": 3})
+    tasks["confirm_in_master"](3)
+    with pytest.raises(JobError):
+        tasks["verify_batches_continue"]({}, params={"verify_timeout": 30})
+    intent = scale.load_intent(settings)
+    assert intent is not None and not intent.finished
+    assert intent.reason and "step verify_batches_continue failed" in intent.reason
+
+
+def test_the_cluster_restart_run_owns_its_intent(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamops.procedures import cluster_restart
+
+    asked: dict[str, Any] = {}
+
+    def begin(s: Settings, release: str, owner: str = "cli") -> cluster_restart.RestartIntent:
+        asked.update(release=release, owner=owner)
+        return cluster_restart.RestartIntent("r1", release, ["worker-1"], {}, owner=owner)
+
+    monkeypatch.setattr(cluster_restart, "begin", begin)
+    monkeypatch.setattr("airflow.sdk.get_current_context",
+                        lambda: {"ti": SimpleNamespace(dag_id="cluster_restart",
+                                                       run_id="manual__2")})  # fmt: skip
+    assert _tasks("cluster_restart")["begin"]("r2") == {"from": "r1", "to": "r2"}
+    assert asked == {"release": "r2", "owner": "airflow:cluster_restart/manual__2"}
