@@ -65,7 +65,7 @@ class Dismissed(Exception):
 
 def holder_live(held: lease.Lease | None) -> bool:
     """Whether a live driver holds ``held``: fresh heartbeat, process not provably gone."""
-    return held is not None and held.fresh and not lease.holder_gone(held)
+    return lease.alive(held)
 
 
 def decide(held: lease.Lease | None, holder_live: bool, submitted_as_standby: bool) -> Role:

@@ -488,6 +488,7 @@ def test_submit_clears_the_job_s_orphans_first(
     monkeypatch.setattr(submit_mod, "check_spark_install", lambda: SimpleNamespace(version="4"))
     monkeypatch.setattr(submit_mod, "build_submission", lambda *a, **k: SimpleNamespace(
         rest_body=lambda version: {}))  # fmt: skip
-    spec = spec_from_dict({"name": JOB, "version": "1", "entrypoint": "spark_jobs.fleet_pings"}, "t")
+    doc = {"name": JOB, "version": "1", "entrypoint": "spark_jobs.fleet_pings"}
+    spec = spec_from_dict(doc, "test")
     driver_id = submit_mod.submit_job(spec, reg.settings, client=cast(MasterClient, master_))
     assert driver_id == "driver-10" and created == ["driver-10"]
