@@ -146,7 +146,7 @@ def run(
             log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
             return 0
         if role is hot_roles.Role.PRIMARY:  # claimed: kept fresh until supervision runs
-            keeper = hot_roles.LeaseKeeper(layout, held)
+            keeper = hot_roles.LeaseKeeper(layout, held, check=hot_standby.check_jvm)
         else:
             behind = held
             if not hot_standby.stays(

@@ -140,10 +140,14 @@ def _forget_starting(layout: StateLayout, job: str, holder: str) -> None:
 class LeaseKeeper:
     """Heartbeats a lease claimed before the driver's session exists, until :meth:`stop`
     (the supervision loop heartbeats it from then on). A lease taken over meanwhile stops it
-    (the supervision loop then finds itself fenced)."""
+    (the supervision loop then finds itself fenced), and so does ``check`` raising: a driver
+    whose JVM is gone leaves the lease to expire, for another driver to take."""
 
-    def __init__(self, layout: StateLayout, held: lease.Lease, every: float = KEEP_EVERY_S):
-        self.layout, self.lease, self.every = layout, held, every
+    def __init__(
+        self, layout: StateLayout, held: lease.Lease, every: float = KEEP_EVERY_S,
+        check: Callable[[], None] | None = None,
+    ) -> None:  # fmt: skip
+        self.layout, self.lease, self.every, self.check = layout, held, every, check
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
         self._thread.start()
@@ -151,12 +155,18 @@ class LeaseKeeper:
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             try:
+                if self.check is not None:
+                    self.check()  # a Python whose JVM died must not keep the job's lease
                 self.lease = lease.heartbeat(self.layout, self.lease)
             except lease.Fenced as exc:
                 log.error("%s", exc)
                 return
             except OSError:  # a state root that hiccups: the next beat tries again
                 log.warning("job %s: cannot heartbeat its lease", self.lease.job, exc_info=True)
+            except Exception as exc:  # the check: this driver cannot run the job
+                log.error("job %s: the claimed lease is no longer heartbeaten: %s",
+                          self.lease.job, exc)  # fmt: skip
+                return
 
     def stop(self) -> lease.Lease:
         """Stop heartbeating; the lease as last renewed."""

@@ -186,3 +186,18 @@ def test_the_claimed_lease_is_kept_fresh_until_the_driver_runs(layout: StateLayo
     kept = keeper.stop()
     assert replace(kept, heartbeat_at=0.0) == replace(claimed, heartbeat_at=0.0)
     assert kept.heartbeat_at > claimed.heartbeat_at
+
+
+def test_a_claimed_lease_whose_driver_lost_its_jvm_is_left_to_expire(layout: StateLayout) -> None:
+    """Killed through the master, a driver's JVM dies and its Python may live on: it must not
+    keep a lease it cannot run the job with."""
+    claimed = lease.acquire(layout, JOB, "driver-7", ttl=0.3)
+
+    def jvm_gone() -> None:
+        raise RuntimeError("this driver's JVM is gone")
+
+    keeper = hot_roles.LeaseKeeper(layout, claimed, every=0.05, check=jvm_gone)
+    time.sleep(0.5)
+    current = lease.read_lease(layout, JOB)
+    assert current is not None and not current.fresh
+    keeper.stop()
