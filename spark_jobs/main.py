@@ -21,6 +21,7 @@ strip_environ()
 import argparse
 import base64
 import concurrent.futures
+import dataclasses
 import importlib
 import json
 import logging
@@ -30,14 +31,14 @@ from types import ModuleType
 from pyspark.sql import SparkSession
 
 from spark_jobs.forkserver import server as forkserver
-from spark_jobs.runtime import hot_standby, standby, supervision
+from spark_jobs.runtime import hot_roles, hot_standby, standby, supervision
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
 from streamops.settings import Settings
 from streamops.spec import JobSpec, decode_spec
 from streamops.state import lease
-from streamops.state.layout import StateLayout
+from streamops.state.layout import StateLayout, append_jsonl
 
 log = logging.getLogger("spark_jobs.main")
 
@@ -87,6 +88,15 @@ def imported(ready: concurrent.futures.Future[ModuleType], spec: JobSpec) -> Mod
     return module
 
 
+def record_start(layout: StateLayout, job: str, args: argparse.Namespace) -> None:
+    """Append this driver to ``jobs/<job>/drivers.jsonl``: a driver the master relaunched has
+    an id no submission names; `streamops cancel` and the orphan check find it here."""
+    append_jsonl(layout.drivers_file(job), {
+        "event": "started", "driver_id": hot_roles.own_holder(), "pid": os.getpid(),
+        "hot_standby": bool(args.hot_standby), "standby": args.standby,
+        "at": time.time()})  # fmt: skip
+
+
 AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"
 """With ``spark.authenticate`` on, a worker hands its RPC secret to the driver it launches in
 this variable and keeps it off the command line, but SparkContext requires it in its
@@ -124,14 +134,21 @@ def run(
         else {}
     )
     behind = None
+    keeper: hot_roles.LeaseKeeper | None = None
     settings = Settings.from_b64(args.settings_b64) if args.settings_b64 else None
+    record_start(layout, spec.name, args)
     if spec.standby == "hot" and not args.standby:
-        if hot_standby.should_stand_by(layout, spec.name, args.hot_standby):
-            try:  # before the session: a standby never competes with its primary's start
-                behind = hot_standby.wait_for_primary(layout, spec.name, spec.version)
-            except hot_standby.Dismissed as exc:
-                log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
-                return 0
+        try:  # before the session: a standby never competes with its primary's start
+            role, held = hot_roles.take_role(layout, spec.name, spec.version, args.hot_standby,
+                                             hot_roles.own_holder(),
+                                             check=hot_standby.check_jvm)  # fmt: skip
+        except hot_roles.Dismissed as exc:
+            log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
+            return 0
+        if role is hot_roles.Role.PRIMARY:  # claimed: kept fresh until supervision runs
+            keeper = hot_roles.LeaseKeeper(layout, held, check=hot_standby.check_jvm)
+        else:
+            behind = held
             if not hot_standby.stays(
                 layout, spec, settings, args.hot_standby, args.standby_moves
             ):  # another standby was submitted in its place
@@ -167,7 +184,7 @@ def run(
         try:
             module.build(ctx)
             hot_standby.stand_by(ctx, behind, module.build, settings)
-        except hot_standby.Dismissed as exc:
+        except hot_roles.Dismissed as exc:
             log.warning("job %s: hot standby dismissed: %s", spec.name, exc)
             if not isinstance(exc, hot_standby.JvmGone):  # else nothing answers any more
                 spark.stop()
@@ -183,6 +200,11 @@ def run(
         module.build(ctx)
         log.info("job %s v%s: %d stage(s) built after %.1fs", spec.name, spec.version,
                  len(ctx.stages), time.monotonic() - started)  # fmt: skip
+        if keeper is not None:  # the lease it claimed at its start, with its application
+            claimed = keeper.stop()
+            ctx.lease = lease.heartbeat(
+                layout, dataclasses.replace(claimed, app_id=ctx.board.snapshot().get("app_id"))
+            )
     ident = ctx.board.snapshot()
     log.info(
         "job %s v%s starting (driver %s, app %s)",

@@ -10,7 +10,6 @@ gets a new id. A job's view combines three observations:
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -20,10 +19,12 @@ from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
 from streamops.cluster.worker_names import WorkerNames, worker_names
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.health.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
+from streamops.job_drivers import drivers_of, read_records, warm_standbys
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.state import lease
 from streamops.state.layout import append_jsonl, read_json
 from streamops.state.lease import read_lease
 
@@ -54,15 +55,8 @@ def spec_args(settings: Settings, job: str) -> dict[str, Any] | None:
 
 
 def read_submissions(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line after a crash; earlier lines are intact
-    return out
+    """The records of ``path`` (a torn last line after a crash is skipped)."""
+    return read_records(path)
 
 
 class JobRegistry:
@@ -267,37 +261,81 @@ class JobRegistry:
             return f"Driver log {path}: " + " | ".join(errors or lines[-5:])
         return "No driver log found."
 
+    def drivers(self, name: str, master: dict[str, Any] | None = None) -> list[DriverInfo]:
+        """Every live driver of ``name`` the master knows (``streamops.job_drivers``)."""
+        master = self.client.state() if master is None else master
+        active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
+        submitted = read_submissions(self.layout.submissions_file(name))
+        return drivers_of(self.layout, name, active, submitted)
+
     def cancel(self, name: str, *, timeout: float = 60.0) -> list[str]:
-        """Kill every live driver of ``name`` (no relaunch) and wait until it is gone."""
-        view = self.view(name)
-        if not view.is_live:
-            raise JobNotFound(f"job {name} is not running (state {view.state})")
+        """Kill every live driver of ``name`` (no relaunch): its standbys, relaunches and
+        orphans first, its running driver last, and wait until none is left; the drivers
+        killed, in that order. The job's lease is then given up."""
+        master = self.client.state()
+        view, ours = self._view(name, master), self.drivers(name, master)
         identify_by = time.monotonic() + timeout
-        while not view.driver_id and view.is_live and time.monotonic() < identify_by:
+        while not ours and view.is_live and time.monotonic() < identify_by:
             log.info("job %s is relaunching; waiting for its driver to identify itself", name)
             time.sleep(2.0)
-            view = self.view(name)
-        if not view.is_live:
-            return []
-        if not view.driver_id:
+            master = self.client.state()
+            view, ours = self._view(name, master), self.drivers(name, master)
+        if not ours:
+            if not view.is_live:
+                raise JobNotFound(f"job {name} is not running (state {view.state})")
             raise JobError(
                 f"job {name} has a live application but its driver did not identify itself "
                 f"within {timeout:.0f}s; kill it from the master UI"
             )
-        for standby in sorted(self.standby_drivers(name) - {view.driver_id}):
-            # first: a standby would take the job over when its driver dies
-            log.info("cancelling job %s: killing its hot standby %s", name, standby)
-            self.kill_driver(name, standby)
-        log.info("cancelling job %s: killing driver %s", name, view.driver_id)
-        self.kill_driver(name, view.driver_id)
-        deadline = time.monotonic() + timeout
-        while self.view(name).is_live:
-            if time.monotonic() > deadline:
-                raise JobError(f"job {name} still live {timeout:.0f}s after its driver was killed")
-            time.sleep(0.5)
-        log.info("job %s cancelled", name)
-        return [view.driver_id]
+        ids = {d.id for d in ours}
+        primary = view.driver_id if view.driver_id in ids else None
+        # first: a standby would take the job over when its driver dies
+        order = sorted(ids - {primary}) + ([primary] if primary else [])
+        for driver_id in order:
+            role = "its running driver" if driver_id == primary else "driver"
+            log.info("cancelling job %s: killing %s %s", name, role, driver_id)
+            self.kill_driver(name, driver_id)
+        self._wait_gone(name, set(order), timeout, app=True)
+        lease.give_up(self.layout, name, unless_live=False)
+        log.info("job %s cancelled (killed %s)", name, ", ".join(order))
+        return order
 
+    def clear_orphans(self, name: str, *, keep: frozenset[str] | set[str] = frozenset(),
+                      timeout: float = 60.0) -> list[str]:  # fmt: skip
+        """Kill the drivers of ``name`` that are neither its live running driver nor that
+        driver's standbys (nor ``keep``, nor an upgrade's warm standby) and wait until they
+        are gone; those killed. With no driver of the job left live, a lease whose holder
+        is dead is given up (``lease.give_up``)."""
+        master = self.client.state()
+        view, ours = self._view(name, master), self.drivers(name, master)
+        submitted = read_submissions(self.layout.submissions_file(name))
+        kept = set(keep) | warm_standbys(submitted)
+        if view.is_live and view.driver_id:
+            active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
+            kept |= {view.driver_id} | self.standby_drivers(name, submitted, active)
+        orphans = sorted(d.id for d in ours if d.id not in kept)
+        for driver_id in orphans:
+            log.warning("job %s: killing orphan driver %s (not the job's running driver nor "
+                        "its standby)", name, driver_id)  # fmt: skip
+            self.kill_driver(name, driver_id)
+        if orphans:
+            self._wait_gone(name, set(orphans), timeout)
+        if not any(d.id in kept for d in ours) and not view.is_live:
+            lease.give_up(self.layout, name, unless_live=not orphans)
+        return orphans
+
+    def _wait_gone(self, name: str, ids: set[str], timeout: float, app: bool = False) -> None:
+        """Until none of ``ids`` is live (and, with ``app``, no application of ``name``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            master = self.client.state()
+            left = {d.id for d in self.drivers(name, master)} & ids
+            if not left and not (app and self._view(name, master).is_live):
+                return
+            if time.monotonic() > deadline:
+                raise JobError(f"job {name} still live {timeout:.0f}s after its drivers were "
+                               f"killed (left: {', '.join(sorted(left)) or 'its application'})")
+            time.sleep(0.5)
 
     def kill_driver(self, name: str, driver_id: str) -> None:
         """Kill one driver of ``name`` (no relaunch) and record it in its submissions."""

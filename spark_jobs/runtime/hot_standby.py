@@ -4,7 +4,8 @@ A job whose spec says ``standby: hot`` runs two drivers of the same version. The
 holds the job's lease (``streamops.state.lease``) runs the stages; the other, the hot standby:
 
 1. waits, before it even creates its Spark session, until a live driver holds the lease and
-   the job's status says ``RUNNING`` (the two never compete for the machine during a start);
+   the job's status says ``RUNNING`` (the two never compete for the machine during a start;
+   ``spark_jobs/runtime/hot_roles.py``: a lease whose holder died takes it over instead);
 2. builds the stages, waits for its executors and warms them up, rehearses the stages on
    scratch checkpoints (their code compiled, their sources' and sinks' Python running) and
    arms them: their queries are started on the job's checkpoints and held at a gate before
@@ -17,9 +18,11 @@ its heartbeat stopped for the lease's TTL), the standby takes the lease (the nex
 dead driver's writes are fenced) and opens its gate; the armed queries read the checkpoints
 as the dead driver left them and replay its unfinished batch (the sinks are idempotent). The
 dead driver, relaunched by the master (``--supervise``), finds the lease held and becomes the
-new hot standby. If the lease is given up cleanly (a savepoint with cancel, a stop, a source
-reset), or passes to any other driver, the standby is dismissed and exits with code 0: it
-stands behind one driver of one version, never behind whatever runs next.
+new hot standby; relaunched when nobody live holds the lease (the standby died with it), it
+takes the lease and runs the job (``hot_roles.decide``). If the lease is given up cleanly (a
+savepoint with cancel, a stop, a source reset), or passes to any other driver, the standby is
+dismissed and exits with code 0: it stands behind one driver of one version, never behind
+whatever runs next.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from spark_jobs.runtime import placement
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
+from spark_jobs.runtime.hot_roles import Dismissed
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.warmup import warm_executors
 from streamops.cluster.client import MasterClient
@@ -46,13 +50,7 @@ from streamops.state.layout import StateLayout, read_json, write_json_atomic
 log = logging.getLogger("spark_jobs.hot_standby")
 
 POLL_S = 0.05  # how often an armed standby reads the lease
-PRIMARY_WAIT_S = 900.0  # how long a standby waits for a running driver to stand behind
 EXECUTOR_WAIT_S = 30.0
-
-
-class Dismissed(Exception):
-    """The driver this standby stood behind stopped cleanly, or the job passed to another
-    driver: the standby exits without writing anything."""
 
 
 class JvmGone(Dismissed):
@@ -64,50 +62,11 @@ DRIVER_JVM_PID = os.getppid()
 """The driver's JVM: PythonRunner starts the driver's Python as its child."""
 
 
-def _check_jvm() -> None:
+def check_jvm() -> None:
+    """Raise :class:`JvmGone` once this driver's JVM died."""
     if os.getppid() != DRIVER_JVM_PID:
         raise JvmGone(f"this driver's JVM (pid {DRIVER_JVM_PID}) is gone; its Python exits "
                       "without taking the job over")  # fmt: skip
-
-
-def live_holder(layout: StateLayout, job: str) -> lease.Lease | None:
-    """The job's lease if a live driver holds it (fresh heartbeat, process not provably gone)."""
-    held = lease.read_lease(layout, job)
-    if held is None or not held.fresh or lease.holder_gone(held):
-        return None
-    return held
-
-
-def should_stand_by(layout: StateLayout, job: str, submitted_as_standby: bool) -> bool:
-    """Whether a driver of a hot job stands by: submitted as the standby, or started while a
-    live driver holds the lease (the relaunch of a driver whose standby took the job over)."""
-    return submitted_as_standby or live_holder(layout, job) is not None
-
-
-def wait_for_primary(
-    layout: StateLayout, job: str, version: str, timeout: float = PRIMARY_WAIT_S
-) -> lease.Lease:
-    """Block until a live driver of ``version`` holds the job's lease and its status says it
-    runs (every stage committed a batch or found nothing to do); that lease (the standby
-    stands behind it). :class:`Dismissed` after ``timeout`` (e.g. an upgrade rolled back: the
-    running version is another)."""
-    # seen as this job's standby (starting) at once: `streamops cancel` must kill it too
-    write_json_atomic(layout.hot_standby_file(job), {
-        "driver_id": Path.cwd().name, "pid": os.getpid(), "starting_at": time.time()})  # fmt: skip
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _check_jvm()
-        held = live_holder(layout, job)
-        status = read_json(layout.status_file(job)) or {}
-        own = (status.get("driver_id"), f"{status.get('host')}:{status.get('pid')}")
-        running = status.get("state") == "RUNNING" and status.get("version") == version
-        if held is not None and running and held.holder in own:
-            # its own stages all ready: a standby started meanwhile would slow its first batches
-            log.info("job %s: standing behind driver %s (lease epoch %d)", job, held.holder,
-                     held.epoch)  # fmt: skip
-            return held
-        time.sleep(0.5)
-    raise Dismissed(f"no running driver of job {job} to stand behind within {timeout:.0f}s")
 
 
 def move_reason(
@@ -219,7 +178,7 @@ def watch(ctx: JobContext, behind: lease.Lease, poll: float = POLL_S) -> None:
     """Wait until ``behind``'s holder dies, then take the lease (see :func:`stand_by`)."""
     layout, job = ctx.layout, ctx.job
     while True:
-        _check_jvm()  # a standby whose JVM was killed never takes the job (it cannot run it)
+        check_jvm()  # a standby whose JVM was killed never takes the job (it cannot run it)
         held = lease.read_lease(layout, job)
         if held is None or held.heartbeat_at == 0.0:
             raise Dismissed(f"driver {behind.holder} gave the job's lease up (a clean stop)")

@@ -9,16 +9,23 @@ driver's worker (its driver and the executors it keeps) and arms. Then, in seque
    submits a standby in its place, armed apart again;
 2. kill -9 of the standby's driver: the job runs on untouched and the standby is started
    again (it arms as in 1.);
+2b. two drivers lost at once (the node of the primary and the node of its standby, as when
+   a standby that could not move stood beside it): both relaunches find the lease's holder
+   dead; exactly one takes the lease and its stages commit, the other stands by behind it
+   (neither waits for a primary that no longer exists); the job's cancel at the end leaves
+   no driver of it, relaunches included;
 3. the oracle: the sinks equal the batch recomputation over every record both simulators
    emitted (0 lost, 0 duplicated, 0 different).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +36,7 @@ from support.integration import ClusterHandle, describe_job, wait_until
 
 from streamops.exceptions import StreamopsError
 from streamops.procedures.savepoint_taking import savepoint_job
+from streamops.state import lease
 from streamops.state.layout import read_json
 
 pytestmark = pytest.mark.integration
@@ -49,6 +57,41 @@ def armed(cluster: ClusterHandle, since: float = 0.0) -> dict[str, Any] | None:
     driver = doc.get("driver_id")
     fresh = float(doc.get("armed_at") or 0) > since
     return doc if driver and fresh and driver in drivers(cluster) else None
+
+
+def committers(cluster: ClusterHandle, after: float) -> set[str]:
+    """The drivers whose stages committed a batch after ``after`` (the status history)."""
+    history = cluster.settings.layout.status_history(JOB).read_text().splitlines()
+    return {str(rec.get("driver_id")) for rec in map(json.loads, history)
+            if float(rec.get("last_batch_at") or 0) > after}  # fmt: skip
+
+
+def both_drivers_lost(cluster: ClusterHandle, standby: dict[str, Any], dead: list[str],
+                      describe: Callable[[], str]) -> None:  # fmt: skip
+    """Kill the nodes of the running driver and of its standby at once (a worker is added
+    back first, for the relaunches); exactly one relaunch runs the job after it."""
+    registry = cluster.registry
+    cluster.cluster.add_worker(dead.pop())  # the node lost in 1.: the relaunches' room
+    primary = str(registry.view(JOB).driver_id)
+    killed_at, name = kill_node_of(cluster, primary)
+    dead.append(name)
+    dead.append(kill_node_of(cluster, standby["driver_id"])[1])
+    recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, STAGES), 240,
+                           "every stage to commit after both drivers' nodes died",
+                           interval=0.5, describe=describe)  # fmt: skip
+    print(f"hot standby: both drivers lost: every stage committed again {recovered:.1f}s "
+          "after the kill (a relaunch took the lease and started cold)")
+    view = registry.view(JOB)
+    held = lease.read_lease(cluster.settings.layout, JOB)
+    assert held is not None and lease.alive(held), held
+    assert held.holder == view.driver_id == view.status["driver_id"], describe()
+    assert held.holder not in (primary, standby["driver_id"]), held  # a relaunch
+    assert drivers(cluster).get(held.holder), "the holder is not a driver the master runs"
+    time.sleep(3)  # a second primary would have committed by now (a batch every second)
+    # the dead drivers committed nothing after their kill: every batch since is the holder's
+    assert committers(cluster, killed_at + 0.5) == {held.holder}, describe()
+    others = {d.id for d in registry.drivers(JOB)} - {held.holder}
+    print(f"hot standby: primary {held.holder} (epoch {held.epoch}); other drivers {others}")
 
 
 def app_executors_by_worker(cluster: ClusterHandle, app_id: str) -> dict[str, set[str]]:
@@ -120,7 +163,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
     cluster, registry = spark_cluster, spark_cluster.registry
     extra = cluster.cluster.add_worker()  # the standby's cores: 2 + 1 of 3 x 3
     describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
-    killed_worker = None
+    dead: list[str] = []  # the workers killed, started again at the end
     try:
         with FleetRun(cluster, tmp_path, job=JOB, rate=30, max_pings=1_000_000) as run:
             run.submit(run.spec(standby="hot"))
@@ -132,6 +175,7 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
             saving = Saving(cluster, "hot-sp-1")
             time.sleep(0.3)  # the driver picks requests up every 0.2 s, then drains a batch
             killed_at, killed_worker = kill_node_of(cluster, primary)
+            dead.append(killed_worker)
             recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, STAGES), 120,
                                    "every stage to commit after the node's death",
                                    interval=0.2, describe=describe)  # fmt: skip
@@ -153,14 +197,20 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
                        "the killed standby to be started again", describe=describe)
             assert registry.view(JOB).driver_id == standby["driver_id"], describe()
 
+            # 2b. the primary's and the standby's nodes die at once: one relaunch runs the job
+            both_drivers_lost(cluster, arm_apart(cluster, since=killed_at), dead, describe)
+
             # 3. nothing lost, nothing twice (the data ends here: no idle wait for a max)
             run.end_data()
             run.finish_and_check()
         assert not registry.view(JOB).is_live  # cancelled with its standby
         assert not armed(cluster)
+        # the cancel killed every driver of the job: standby, relaunches (waiting ones too)
+        assert registry.drivers(JOB) == [], registry.drivers(JOB)
+        assert not cluster.registry.client.active_drivers()
     finally:
         for driver in cluster.registry.client.active_drivers():  # nothing left for the next
             cluster.registry.client.kill_submission(driver.id)   # tests, whatever happened
-        if killed_worker is not None:
-            cluster.cluster.add_worker(killed_worker)
+        for name in dead:
+            cluster.cluster.add_worker(name)
         cluster.cluster.remove_worker(extra, graceful=False)  # two workers again

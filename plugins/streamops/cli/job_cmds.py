@@ -37,7 +37,10 @@ def register(sub: Any) -> None:
     p.add_argument("name")
     p.set_defaults(handler=cmd_status)
 
-    p = sub.add_parser("cancel", help="stop a job now (no savepoint; its checkpoints stay)")
+    p = sub.add_parser(
+        "cancel", help="stop a job now: kill every driver of it the master knows (no savepoint; "
+        "its checkpoints stay)",
+    )  # fmt: skip
     p.add_argument("name")
     p.set_defaults(handler=cmd_cancel)
 
@@ -132,5 +135,6 @@ def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.jobs import JobRegistry
 
     killed = JobRegistry(settings).cancel(args.name)
-    console().print(f"job [bold]{args.name}[/] cancelled (driver {', '.join(killed)})")
+    noun = "driver" if len(killed) == 1 else "drivers"
+    console().print(f"job [bold]{args.name}[/] cancelled (killed {noun} {', '.join(killed)})")
     return 0

@@ -23,7 +23,7 @@ from streamops.exceptions import ConfigError, JobError
 from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import savepoint_restart
 from streamops.procedures.savepoint_restart import restart_savepoint_name
-from streamops.procedures.submit import submit_job
+from streamops.procedures.submit import clear_orphans, submit_job
 from streamops.settings import Settings
 from streamops.state.intents import already_started, record_intent
 
@@ -45,16 +45,21 @@ def check_mode(mode: str) -> RestartMode:
 
 
 def stop_for_restart(settings: Settings, job: str) -> str | None:
-    """Cancel ``job`` if it is live (no savepoint); the killed driver id, ``None`` if dead."""
+    """Cancel ``job`` if it is live (no savepoint: every driver of it, standbys and
+    relaunches too); else kill the orphan drivers it left (relaunches waiting for a primary
+    that died: they hold cores the new driver needs). The running driver killed, ``None``
+    if the job was dead."""
     registry = JobRegistry(settings)
     view = registry.view(job)
     if not view.is_live:
         log.info("job %s is not running (state %s): nothing to stop", job, view.state)
+        clear_orphans(registry, job)
         return None
     record_intent(settings, job, "restart", "cancel", mode="last-checkpoint",
                   driver_id=view.driver_id)  # fmt: skip
     killed = registry.cancel(job)
-    return killed[0] if killed else None
+    log.info("job %s: killed driver(s) %s", job, ", ".join(killed))
+    return view.driver_id if view.driver_id in killed else (killed[-1] if killed else None)
 
 
 def resubmit(

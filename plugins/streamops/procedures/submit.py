@@ -144,6 +144,7 @@ def submit_job(
     registry = JobRegistry(settings, client)
     if not standby:
         ensure_not_running(registry, spec.name, replacing=replacing)
+        clear_orphans(registry, spec.name, keep={replacing} if replacing else set())
     submission = build_submission(spec, settings, extra_args=extra_args)
     log.info("submitting job %s v%s to %s", spec.name, spec.version, settings.master_url)
     driver_id = client.create_submission(submission.rest_body(install.version))
@@ -192,6 +193,17 @@ def ensure_not_running(registry: JobRegistry, job: str, *, replacing: str | None
             f"job {job} is already running (driver {live.driver_id or '?'}, state "
             f"{live.state}); cancel it first with `streamops cancel {job}` or upgrade it"
         )
+
+
+def clear_orphans(registry: JobRegistry, job: str, *, keep: set[str] | None = None) -> list[str]:
+    """Kill the drivers of ``job`` the master still lists that are not its running driver or
+    that driver's standby (e.g. relaunches waiting for a primary that died), and say so:
+    they would hold cores the new driver needs, and could take the job over later."""
+    cleared = registry.clear_orphans(job, keep=keep or set())
+    if cleared:
+        log.warning("job %s: killed %d orphan driver(s) before submitting: %s", job,
+                    len(cleared), ", ".join(cleared))  # fmt: skip
+    return cleared
 
 
 def record_submission(

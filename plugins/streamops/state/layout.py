@@ -8,6 +8,7 @@ module, so a path is spelled in exactly one place::
     <root>/jobs/<job>/status.json              written by the driver after every batch
     <root>/jobs/<job>/status-history.jsonl     one line per batch, for gap measurements
     <root>/jobs/<job>/submissions.jsonl        one line per submission made by the ops side
+    <root>/jobs/<job>/drivers.jsonl            one line per driver start (relaunches included)
     <root>/jobs/<job>/control/<id>.json        control requests (+ <id>.result.json)
     <root>/jobs/<job>/lease.json               fencing lease
     <root>/cluster/                            pid files, recovery dir, worker dirs, logs
@@ -72,6 +73,11 @@ class StateLayout:
 
     def submissions_file(self, job: str) -> Path:
         return self.job_dir(job) / "submissions.jsonl"
+
+    def drivers_file(self, job: str) -> Path:
+        """Every driver of the job appends itself here when it starts (a relaunched driver's
+        id is in no submission)."""
+        return self.job_dir(job) / "drivers.jsonl"
 
     def control_dir(self, job: str) -> Path:
         return self.job_dir(job) / "control"

@@ -124,6 +124,26 @@ def check(layout: StateLayout, lease: Lease) -> None:
         )
 
 
+def alive(lease: Lease | None) -> bool:
+    """Whether a live driver holds ``lease``: fresh heartbeat, process not provably gone."""
+    return lease is not None and lease.fresh and not holder_gone(lease)
+
+
+def give_up(layout: StateLayout, job: str, *, unless_live: bool = True) -> Lease | None:
+    """The ops side's release, once no driver of ``job`` is left (``streamops cancel``, the
+    orphans cleared): the lease is marked given up (as :func:`release` does), so a driver
+    that starts later waits for the primary it was submitted with instead of taking over a
+    dead holder's job. A live holder's lease is left alone unless ``unless_live`` is off (its
+    driver was just killed: its process may linger a moment). The lease as now."""
+    with _locked(layout, job):
+        current = read_lease(layout, job)
+        if current is None or current.heartbeat_at == 0.0 or (unless_live and alive(current)):
+            return current
+        given_up = Lease(**{**asdict(current), "heartbeat_at": 0.0})
+        write_json_atomic(layout.lease_file(job), asdict(given_up))
+        return given_up
+
+
 def release(layout: StateLayout, lease: Lease) -> None:
     """Give the lease up at a clean stop, so the next version need not wait for the TTL."""
     with _locked(layout, lease.job):

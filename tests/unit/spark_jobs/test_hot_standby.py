@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import pytest
 
-from spark_jobs.runtime import hot_standby
+from spark_jobs.runtime import hot_roles, hot_standby
 from streamops.state import lease
 from streamops.state.layout import StateLayout, write_json_atomic
 
@@ -130,7 +130,8 @@ def test_a_standby_whose_jvm_died_never_takes_the_job(
     assert len(outcome) == 1 and isinstance(outcome[0], hot_standby.JvmGone)
     assert ctx.lease is None and lease.read_lease(layout, JOB) == primary
     with pytest.raises(hot_standby.JvmGone):
-        hot_standby.wait_for_primary(layout, JOB, "1", timeout=5)
+        hot_roles.take_role(layout, JOB, "1", True, "driver-2", timeout=5,
+                            check=hot_standby.check_jvm)  # fmt: skip
 
 
 def test_a_job_passed_to_another_driver_dismisses_the_standby(layout: StateLayout) -> None:
@@ -146,31 +147,25 @@ def test_a_job_passed_to_another_driver_dismisses_the_standby(layout: StateLayou
     assert lease.read_lease(layout, JOB) == nxt
 
 
-def test_who_stands_by(layout: StateLayout) -> None:
-    assert hot_standby.should_stand_by(layout, JOB, submitted_as_standby=True)
-    assert not hot_standby.should_stand_by(layout, JOB, submitted_as_standby=False)
-    held = lease.acquire(layout, JOB, "driver-1")
-    # a relaunched driver that finds a live holder (its standby took the job over)
-    assert hot_standby.should_stand_by(layout, JOB, submitted_as_standby=False)
-    write_json_atomic(layout.lease_file(JOB), {**asdict(held), "pid": dead_pid()})
-    assert not hot_standby.should_stand_by(layout, JOB, submitted_as_standby=False)
-
-
 def test_waits_for_a_running_primary_then_stands_behind_it(layout: StateLayout) -> None:
+    def take(timeout: float) -> tuple[hot_roles.Role, lease.Lease]:
+        return hot_roles.take_role(layout, JOB, "1", True, "driver-2", timeout=timeout,
+                                   poll=0.05)  # fmt: skip
+
     with pytest.raises(hot_standby.Dismissed, match="no running driver"):
-        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.1)
+        take(0.1)
     held = lease.acquire(layout, JOB, "driver-1")
     write_json_atomic(layout.status_file(JOB), {"state": "STARTING"})
     with pytest.raises(hot_standby.Dismissed):
-        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.6)
+        take(0.6)
     # the status of the driver it took the lease from: not yet its own
     write_json_atomic(layout.status_file(JOB),
                       {"state": "RUNNING", "driver_id": "driver-0", "version": "1"})  # fmt: skip
     with pytest.raises(hot_standby.Dismissed):
-        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.6)
+        take(0.6)
     running = {"state": "RUNNING", "driver_id": "driver-1", "version": "2"}
     write_json_atomic(layout.status_file(JOB), running)
     with pytest.raises(hot_standby.Dismissed):  # another version runs: never stand behind it
-        hot_standby.wait_for_primary(layout, JOB, "1", timeout=0.6)
+        take(0.6)
     write_json_atomic(layout.status_file(JOB), {**running, "version": "1"})
-    assert hot_standby.wait_for_primary(layout, JOB, "1", timeout=2) == held
+    assert take(2) == (hot_roles.Role.STANDBY, held)

@@ -18,6 +18,7 @@ from streamops.job_view import JobView
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.procedures.submit import ensure_not_running
 from streamops.settings import Settings
+from streamops.state import lease
 from streamops.state.layout import append_jsonl, write_json_atomic
 
 JOB = "fleet-pings"
@@ -359,5 +360,135 @@ def test_cancel_kills_the_hot_standby_before_the_driver(reg: Registry) -> None:
     reg.master = KillingMaster(master(active=[driver("driver-1"), driver("driver-2")],
                                       apps=[app(), app()]))  # fmt: skip
     reg.registry = JobRegistry(reg.settings, cast(MasterClient, reg.master))
-    assert reg.registry.cancel(JOB, timeout=5) == ["driver-1"]
+    assert reg.registry.cancel(JOB, timeout=5) == ["driver-2", "driver-1"]  # all it killed
     assert reg.master.killed == ["driver-2", "driver-1"]
+
+
+# --- every driver of a job: cancel, orphans --------------------------------------------
+def persisted(reg: Registry, driver_id: str, app_name: str) -> None:
+    """The master's FILESYSTEM recovery file of ``driver_id`` (Java serialization: a
+    string is ``t``, its length on two bytes, its bytes), as it keeps every driver it has
+    not finished, a relaunch waiting for cores among them."""
+    opt = f"-Dspark.app.name={app_name}".encode()
+    blob = (b"\xac\xed\x00\x05sr\x00(org.apache.spark.deploy.master.DriverInfo"
+            b"t\x00\x1dorg.apache.spark.deploy.PythonRunnert" + len(opt).to_bytes(2, "big")
+            + opt + b"t\x00\x0b-Dspark.x=1")  # fmt: skip
+    recovery = reg.settings.layout.recovery_dir
+    recovery.mkdir(parents=True, exist_ok=True)
+    (recovery / f"driver_{driver_id}").write_bytes(blob)
+
+
+def started(reg: Registry, driver_id: str) -> None:
+    """A driver of the job appended itself when it started (a relaunch: a new id)."""
+    append_jsonl(reg.settings.layout.drivers_file(JOB),
+                 {"event": "started", "driver_id": driver_id, "at": time.time()})  # fmt: skip
+
+
+def killing(reg: Registry, **state: Any) -> KillingMaster:
+    reg.master = KillingMaster(master(**state))
+    reg.registry = JobRegistry(reg.settings, cast(MasterClient, reg.master))
+    return reg.master
+
+
+def test_cancel_kills_orphans_the_master_relaunched_after_two_node_losses(reg: Registry) -> None:
+    """The defect: the primary and its standby died with their nodes; their relaunches (new
+    ids no submission names) waited for a primary, holding the last worker's cores. No
+    application is live, the status names a dead driver: cancel found nothing to kill."""
+    reg.submitted("driver-1")
+    hot_submitted(reg, "driver-2")
+    reg.status(status_doc("driver-2"))
+    started(reg, "driver-5")  # a relaunch, started: it appended itself
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB),
+                      {"driver_id": "driver-6", "starting_at": 1.0})  # fmt: skip
+    persisted(reg, "driver-7", JOB)  # relaunched, still waiting for cores: the master's file
+    persisted(reg, "driver-8", "other-job")  # not this job's: left alone
+    persisted(reg, "driver-9", "fleet-pings-2")  # a name this one begins: not this job's
+    master_ = killing(reg, active=[driver("driver-5"), driver("driver-6"),
+                                   driver("driver-7", state="SUBMITTED", worker="None"),
+                                   driver("driver-8"), driver("driver-9")],
+                      completed=[driver("driver-1", state="RELAUNCHING"),
+                                 driver("driver-2", state="RELAUNCHING")])  # fmt: skip
+    killed = reg.registry.cancel(JOB, timeout=5)
+    assert sorted(killed) == ["driver-5", "driver-6", "driver-7"]
+    assert sorted(master_.killed) == ["driver-5", "driver-6", "driver-7"]
+    assert [d["id"] for d in master_.answer["activedrivers"]] == ["driver-8", "driver-9"]
+
+
+def test_cancel_kills_the_standbys_and_relaunches_before_the_primary(reg: Registry) -> None:
+    reg.submitted("driver-1")
+    hot_submitted(reg, "driver-2")
+    reg.status(status_doc("driver-3"))  # the standby took over; the relaunch of 1 is 3
+    started(reg, "driver-3")
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB),
+                      {"driver_id": "driver-4", "armed_at": 1.0})  # fmt: skip
+    persisted(reg, "driver-5", JOB)  # a relaunch waiting for cores
+    lease_held = lease.acquire(reg.settings.layout, JOB, "driver-3")
+    master_ = killing(reg, active=[driver("driver-3"), driver("driver-4"),
+                                   driver("driver-5", state="SUBMITTED", worker="None")],
+                      apps=[app(), app()])  # fmt: skip
+    killed = reg.registry.cancel(JOB, timeout=5)
+    assert master_.killed[-1] == "driver-3" and sorted(master_.killed[:-1]) == [
+        "driver-4", "driver-5"]  # fmt: skip
+    assert killed == master_.killed
+    # no driver left: the lease is given up, so no late starter takes a dead holder's job
+    after = lease.read_lease(reg.settings.layout, JOB)
+    assert after is not None and after.epoch == lease_held.epoch and after.heartbeat_at == 0.0
+
+
+def test_orphans_are_cleared_but_the_live_primary_and_its_standby(reg: Registry) -> None:
+    reg.submitted("driver-1")
+    hot_submitted(reg, "driver-2")
+    reg.status(status_doc("driver-1"))
+    write_json_atomic(reg.settings.layout.hot_standby_file(JOB),
+                      {"driver_id": "driver-2", "armed_at": 1.0})  # fmt: skip
+    started(reg, "driver-6")
+    persisted(reg, "driver-7", JOB)
+    master_ = killing(reg, active=[driver("driver-1"), driver("driver-2"), driver("driver-6"),
+                                   driver("driver-7", state="SUBMITTED", worker="None")],
+                      apps=[app(), app(), app()])  # fmt: skip
+    assert reg.registry.clear_orphans(JOB) == ["driver-6", "driver-7"]
+    assert master_.killed == ["driver-6", "driver-7"]
+    assert reg.registry.clear_orphans(JOB) == []
+
+
+def test_orphans_of_a_dead_job_are_every_driver_it_has_left(reg: Registry) -> None:
+    reg.submitted("driver-1")
+    hot_submitted(reg, "driver-2")
+    reg.status(status_doc("driver-2"))
+    started(reg, "driver-5")
+    started(reg, "driver-6")
+    master_ = killing(reg, active=[driver("driver-5"), driver("driver-6")])
+    assert reg.registry.clear_orphans(JOB) == ["driver-5", "driver-6"]
+    assert master_.answer["activedrivers"] == []
+    recorded = [s for s in read_submissions(reg.settings.layout.submissions_file(JOB))
+                if s.get("event") == "cancelled"]  # fmt: skip
+    assert [r["driver_id"] for r in recorded] == ["driver-5", "driver-6"]
+
+
+def test_submit_clears_the_job_s_orphans_first(
+    reg: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`streamops submit` and `restart` (which submits) free the orphans' cores first."""
+    from types import SimpleNamespace
+
+    from streamops.procedures import submit as submit_mod
+    from streamops.spec import spec_from_dict
+
+    reg.submitted("driver-1")
+    started(reg, "driver-5")
+    master_ = killing(reg, active=[driver("driver-5")])
+    created: list[str] = []
+
+    def create(body: dict[str, Any]) -> str:
+        assert master_.killed == ["driver-5"], "submitted beside the orphan"
+        created.append("driver-10")
+        return "driver-10"
+
+    monkeypatch.setattr(master_, "create_submission", create, raising=False)
+    monkeypatch.setattr(submit_mod, "check_spark_install", lambda: SimpleNamespace(version="4"))
+    monkeypatch.setattr(submit_mod, "build_submission", lambda *a, **k: SimpleNamespace(
+        rest_body=lambda version: {}))  # fmt: skip
+    doc = {"name": JOB, "version": "1", "entrypoint": "spark_jobs.fleet_pings"}
+    spec = spec_from_dict(doc, "test")
+    driver_id = submit_mod.submit_job(spec, reg.settings, client=cast(MasterClient, master_))
+    assert driver_id == "driver-10" and created == ["driver-10"]

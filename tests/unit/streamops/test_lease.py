@@ -118,3 +118,15 @@ def test_a_killed_holder_not_yet_reaped_is_gone(layout: StateLayout) -> None:
     finally:
         child.wait()
     assert not lease.holder_gone(held)  # this process: alive
+
+
+def test_the_ops_side_gives_up_a_dead_holder_s_lease_but_not_a_live_one(tmp_path: Path) -> None:
+    """After `streamops cancel` (or the orphans cleared), a driver that starts later must not
+    take over a dead holder's job: the lease is marked given up, as a clean stop leaves it."""
+    layout = StateLayout.at(tmp_path)
+    assert lease.give_up(layout, "job-a") is None  # never held: nothing to give up
+    held = lease.acquire(layout, "job-a", "driver-1")  # this process: alive
+    assert lease.give_up(layout, "job-a") == held  # a live holder is left alone
+    given = lease.give_up(layout, "job-a", unless_live=False)  # its driver was just killed
+    assert given is not None and given.heartbeat_at == 0.0 and given.epoch == held.epoch
+    assert not lease.alive(lease.read_lease(layout, "job-a"))
