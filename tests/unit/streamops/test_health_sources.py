@@ -105,3 +105,29 @@ def test_an_accepted_loss_shows(settings: Settings, beta: BetaSimulator) -> None
         settings, beta, at, sources_state={f"beta:{beta.url}": {"losses": [old]}}
     )
     assert level is Level.OK and "lost_records=80" in message  # never out of sight
+
+
+def test_alpha_files_ignored_or_too_old_show_by_name(settings: Settings, tmp_path: Path) -> None:
+    """An alpha offset with its memory of the files read; a name the source does not read and
+    a late file too old to read are in its state, and health names them."""
+    drop = tmp_path / "alpha"
+    drop.mkdir()
+    (drop / "pings-000000000002.csv").write_text("x\n")
+    source = f"alpha:{drop}"
+    offset = {"source": source, "file": "pings-000000000002.csv", "floor": "", "floor_time": 0.0,
+              "latest": NOW, "read": [["pings-000000000002.csv", "pings-000000000002.csv"]]}
+    state = {source: {"state": "ok",
+                      "ignored_files": [{"at": NOW - 5, "file": "notes.txt",
+                                         "reason": "name does not match pings-<n>.csv"}],
+                      "late_files": [{"at": NOW - 5, "file": "pings-000000000001.csv",
+                                      "read": False, "reason": "older than max_file_age"}]}}
+    doc = {"state": "RUNNING", "sources_state": state,
+           "stages": {"vehicles": {"sources": [{"end_offset": offset}]}}}  # fmt: skip
+    view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None, doc)
+    obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
+                      sources={JOB: probe_job(Prober(5.0), view, {})})  # fmt: skip
+    (result,) = check_sources(obs)
+    assert result.level is Level.WARN
+    assert "backlog 0 files" in result.message
+    assert "1 ignored file(s)" in result.message and "file=notes.txt" in result.message
+    assert "1 late file(s)" in result.message and "file=pings-000000000001.csv" in result.message
