@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 from support.source_rows import read_rows
 
-from spark_jobs.sources.alpha import AlphaFiles, AlphaStreamReader
+from spark_jobs.sources.alpha import AlphaDataSource, AlphaFiles, AlphaStreamReader
 from streamops.sim.alpha import file_name
 
 SOURCE = "fleetsim-alpha"
@@ -198,3 +200,42 @@ def test_invalid_utf8_lines_are_flagged_and_keep_their_text_with_replacements(
         (name, 3, "\u20ac ok", False),
         (name, 4, "cut \ufffd", True),
     ]
+
+
+def test_a_streaming_query_reads_a_late_file_once_across_a_restart(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A real local Spark query over fleet_alpha, its offsets in a checkpoint: a late file is
+    read by the next batch, once, also by the query restarted from the checkpoint."""
+    spark.dataSource.register(AlphaDataSource)
+    files, checkpoint = tmp_path / "drop", tmp_path / "checkpoint"
+    for n in (1, 2, 4):
+        drop(files, n, NOW - 100 + n)
+    seen: list[str] = []
+
+    def run() -> StreamingQuery:
+        stream = (spark.readStream.format("fleet_alpha").option("path", str(files))
+                  .option("source_id", SOURCE).load())  # fmt: skip
+        return (stream.writeStream.option("checkpointLocation", str(checkpoint))
+                .foreachBatch(lambda df, _: seen.extend(r.raw for r in df.collect()))
+                .start())  # fmt: skip
+
+    query = run()
+    try:
+        query.processAllAvailable()
+        drop(files, 3, NOW)  # late: below the committed pings-4
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    drop(files, 0, NOW + 1)  # late again, while the query is down
+    drop(files, 5, NOW + 2)
+    query = run()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert sorted(seen) == [file_name(n) for n in range(6)]  # each line once
+    offsets = sorted((checkpoint / "offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    last = json.loads(offsets[-1].read_text().splitlines()[-1])
+    assert last["file"] == file_name(5)
+    assert last["read"] == [[file_name(0), file_name(5)]]  # the memory is in the checkpoint
