@@ -137,6 +137,23 @@ class Memory:
         return replace(self, floor=floor, floor_time=floor_time,
                        runs={w: r for w, r in runs.items() if r})  # fmt: skip
 
+    def unread(self, mtimes: dict[str, float], max_age: float) -> list[str]:
+        """Of the ping files in ``mtimes`` (name → modification time), those the batches
+        after this offset will read: above the position, or late and within ``max_age``.
+        (An offset without memory: the files above its position.)"""
+        horizon = -float("inf") if self.latest is None else self.latest - max_age
+        out = []
+        for name, mtime in mtimes.items():
+            if key_of(name) is None or self.has(name):
+                continue
+            if name > self.file or (
+                self.floor_time is not None
+                and not self.below_floor(name, mtime)
+                and mtime >= horizon
+            ):
+                out.append(name)
+        return sorted(out)
+
     def names_not_in(self, before: Memory) -> list[str]:
         """The names in this memory's runs that are not in ``before``'s: what the batch
         between the two offsets read, in name order."""

@@ -11,7 +11,7 @@ Per source, worst first:
   is never a warning;
 - **degraded** (warn, fail after ``max_source_degraded`` seconds): the job's own reader
   reports that the upstream does not answer (``status.json`` → ``sources_state``);
-- **losses, late files and ignored files** the readers counted (warn for
+- **losses, late, changed and ignored files** the readers counted (warn for
   ``recent_loss_window`` seconds, then reported as ok with the count, so they are never out
   of sight);
 - **backlog** in the probe's unit (records, files) against the thresholds; an upstream that
@@ -76,6 +76,7 @@ def _reported(
                                f"job {job}: source {source} degraded since {at} UTC ({age:.0f} s, "
                                f"limit {limit:.0f} s): {state.get('reason')}"))  # fmt: skip
     for kind, what in (("losses", "accepted loss"), ("late_files", "late file"),
+                       ("changed_files", "changed file"),
                        ("ignored_files", "ignored file")):  # fmt: skip
         events = state.get(kind) or []
         if not events:
