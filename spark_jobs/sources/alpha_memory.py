@@ -119,14 +119,20 @@ class Memory:
             latest=newest if self.latest is None else max(self.latest, newest),
         )  # fmt: skip
 
-    def pruned(self, upto: str, horizon: float, mtimes: dict[str, float]) -> Memory:
+    def pruned(
+        self, upto: str, horizon: float, mtimes: dict[str, float], keep: list[str]
+    ) -> Memory:
         """Fold into the floor, in name order, the runs at or below ``upto`` whose present
-        files are all older than ``horizon`` (their names can no longer be read again)."""
+        files are all older than ``horizon`` (their names can no longer be read again), up to
+        the first run holding a name of ``keep`` (the batch's: it must tell them apart)."""
         floor, floor_time = self.floor, self.floor_time or 0.0
         runs = {w: list(r) for w, r in self.runs.items()}
+        kept = [k for k in map(key_of, keep) if k is not None]
         for w, lo, hi in self._sorted_runs():
             last = mtimes.get(name_of(w, hi))
             if name_of(w, hi) > upto or (last is not None and last >= horizon):
+                break
+            if any(k[0] == w and lo <= k[1] <= hi for k in kept):
                 break
             times = [t for n in range(lo, hi + 1) if (t := mtimes.get(name_of(w, n))) is not None]
             if any(t >= horizon for t in times):

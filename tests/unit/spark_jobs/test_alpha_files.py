@@ -186,6 +186,37 @@ def test_the_memory_in_the_offset_stays_compact_and_is_pruned_by_age(tmp_path: P
     assert step(reader(files, state, max_file_age="60s"), end3) == (end3, [])
 
 
+def test_a_late_file_read_with_a_much_newer_one_is_not_folded_away(tmp_path: Path) -> None:
+    """The batch that reads a late file near the bound and a file newer than the bound moves
+    the bound past the late file: the late file must stay in the memory, or the batch would
+    not read it."""
+    files, state = tmp_path / "drop", tmp_path / "state"
+    drop(files, 1, NOW - 100)
+    drop(files, 5, NOW - 90)
+    source = reader(files, state, max_file_age="60s")
+    first, _ = step(source, source.initialOffset())
+    late = drop(files, 2, NOW - 140)  # within 60 s of pings-5... (NOW - 90 - 60 = NOW - 150)
+    drop(files, 6, NOW)  # ...but not of pings-6, read in the same batch
+    second, read = step(source, first)
+    assert read == [late, file_name(6)]
+    assert step(source, second) == (second, [])
+
+
+def test_a_late_file_waiting_for_the_next_batch_is_not_folded_away(tmp_path: Path) -> None:
+    """Late files beyond a batch's limit wait for the next batch, and are read then."""
+    files, state = tmp_path / "drop", tmp_path / "state"
+    for n in (1, 2, 5):
+        drop(files, n, NOW - 100 + n)
+    source = reader(files, state, max_file_age="60s")
+    first, _ = step(source, source.initialOffset())
+    drop(files, 3, NOW - 50)  # two late files, one batch admits one file
+    drop(files, 4, NOW - 49)
+    second, read = step(source, first, ReadMaxFiles(1))
+    third, read2 = step(source, second, ReadMaxFiles(1))
+    assert read + read2 == [file_name(3), file_name(4)]
+    assert step(source, third) == (third, [])
+
+
 def test_invalid_utf8_lines_are_flagged_and_keep_their_text_with_replacements(
     tmp_path: Path,
 ) -> None:
