@@ -17,7 +17,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 from support.source_rows import read_rows
 
 from spark_jobs.sources.alpha import AlphaDataSource, AlphaFiles, AlphaStreamReader
+from streamops.procedures.restore import restore_plan
 from streamops.sim.alpha import file_name
+from streamops.state.savepoints import Manifest, StageEntry
 
 SOURCE = "fleetsim-alpha"
 NOW = time.time()
@@ -165,6 +167,29 @@ def test_a_savepoint_offset_carries_the_memory_into_a_new_stage(tmp_path: Path) 
     start = new_stage.initialOffset()
     assert start == second
     assert step(new_stage, start) == (start, [])  # 2 was read before the savepoint
+
+
+def test_the_restore_planner_starts_a_new_stage_at_the_earliest_alpha_offset_with_its_memory(
+    tmp_path: Path,
+) -> None:
+    files, state = tmp_path / "drop", tmp_path / "state"
+    for n in (1, 3, 4):
+        drop(files, n, NOW - 10 + n)
+    source = reader(files, state)
+    behind, _ = step(source, source.initialOffset(), ReadMaxFiles(2))  # pings-1, pings-3
+    drop(files, 2, NOW)
+    ahead, _ = step(source, behind)  # pings-2 (late), pings-4
+    manifest = Manifest(
+        name="sp-1", job="fleet-pings", version="1", created_at=NOW, checksums=[], bytes=0,
+        files=0, stages={"vehicles": StageEntry(sources=[ahead]),
+                         "vehicle-stats-1m": StageEntry(sources=[behind])},
+    )  # fmt: skip
+    plan = restore_plan(manifest, ["vehicles", "trips"])
+    assert plan.positions == {SOURCE: behind}  # the stage furthest behind
+    assert "position  fleetsim-alpha" in plan.render()
+    started = reader(files, state, start_offset=json.dumps(plan.positions[SOURCE]))
+    _, read = step(started, started.initialOffset())
+    assert read == [file_name(2), file_name(4)]  # what the stage behind had not read
 
 
 def test_the_memory_in_the_offset_stays_compact_and_is_pruned_by_age(tmp_path: Path) -> None:
