@@ -120,19 +120,8 @@ class ChaosWorld:
             self.registry.cancel(self.job)
 
     # -- positions -------------------------------------------------------------------------
-    def planned(self) -> dict[str, dict[str, Any]]:
-        """Per stage, the end offsets of the newest batch it planned (committed or not: a
-        restart runs a planned batch again with the same offsets)."""
-        out: dict[str, dict[str, Any]] = {}
-        for stage in STAGES:
-            checkpoint = self.settings.layout.checkpoint(self.job, stage)
-            merged: dict[str, Any] = {}
-            for offset in committed_offsets(checkpoint, last_batch(checkpoint / "offsets")):
-                merged.update(offset)
-            out[stage] = merged
-        return out
-
     def committed(self) -> dict[str, dict[str, Any]]:
+        """Per stage, the end offsets of its newest committed batch."""
         out: dict[str, dict[str, Any]] = {}
         for stage in STAGES:
             checkpoint = self.settings.layout.checkpoint(self.job, stage)
