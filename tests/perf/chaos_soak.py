@@ -38,12 +38,15 @@ def _exit(signum: int, frame: object) -> None:
 
 
 def table(reports: list[StepReport]) -> str:
-    rows = ["| fault | count | failed | every stage again: median / worst | lost / dup / diff "
-            "| health while down |", "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| fault | count | failed | every stage again: median / worst | longest gap: "
+            "median / worst | lost / dup / diff | health while down |",
+            "|---|---|---|---|---|---|---|"]  # fmt: skip
     for name in sorted({r.action for r in reports}):
         mine = [r for r in reports if r.action == name]
         times = [r.recovery_s for r in mine if r.recovery_s is not None]
         med = f"{statistics.median(times):.1f} / {max(times):.1f} s" if times else "-"
+        gaps = [r.gap_s for r in mine if r.gap_s is not None]
+        gap = f"{statistics.median(gaps):.1f} / {max(gaps):.1f} s" if gaps else "-"
         lost = dup = diff = 0
         for r in mine:
             for line in r.oracle:  # "what: N expected, M actual, a missing, b unexpected, ..."
@@ -55,7 +58,7 @@ def table(reports: list[StepReport]) -> str:
             for level, n in r.verdicts_down.items():
                 verdicts[level] = verdicts.get(level, 0) + n
         seen = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "-"
-        rows.append(f"| {name} | {len(mine)} | {sum(not r.ok for r in mine)} | {med} | "
+        rows.append(f"| {name} | {len(mine)} | {sum(not r.ok for r in mine)} | {med} | {gap} | "
                     f"{lost} / {dup} / {diff} | {seen} |")  # fmt: skip
     return "\n".join(rows)
 

@@ -1,7 +1,8 @@
 """A seeded chaos campaign: actions drawn from the catalogue, one after another on one job
 while both simulators flow, and after each step three judgements:
 
-- the time until every stage commits a batch again (the job left down is a failure);
+- the time until every stage commits a batch again (the job left down is a failure), and
+  the longest time without any committed batch from the fault to then (a procedure's gap);
 - health's verdicts, sampled every couple of seconds through the step: never OK while the
   declared job has no live driver, or while a stage has not committed for longer than
   :data:`STALLED_S` outside the oracle's hold;
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from support.chaos.catalogue import BY_NAME, CATALOGUE, Action
 from support.chaos.world import STAGES, ChaosWorld
 from support.faults import next_batches
+from support.gaps import processing_gap
 from support.integration import wait_until
 
 from streamops.exceptions import StreamopsError
@@ -65,6 +67,7 @@ class StepReport:
     kind: str
     note: str = ""
     recovery_s: float | None = None
+    gap_s: float | None = None
     catch_up_s: float | None = None
     oracle: list[str] = field(default_factory=list)
     oracle_ok: bool = False
@@ -78,10 +81,11 @@ class StepReport:
 
     def line(self) -> str:
         rec = "-" if self.recovery_s is None else f"{self.recovery_s:.1f} s"
+        gap = "-" if self.gap_s is None else f"{self.gap_s:.1f} s"
         down = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts_down.items())) or "none"
         state = "ok" if self.ok else "FAILED"
         text = (f"step {self.number:2d} {self.action:18s} {state:6s} every stage again {rec:8s}"
-                f" health while down: {down}; {self.note}")  # fmt: skip
+                f" longest gap {gap:8s} health while down: {down}; {self.note}")  # fmt: skip
         for problem in [self.error, *self.violations, *([] if self.oracle_ok else self.oracle)]:
             if problem:
                 text += f"\n      {problem}"
@@ -180,6 +184,8 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
             RECOVERY_TIMEOUT_S, f"every stage to commit again after {action.name}",
             interval=0.5, describe=world.describe,
         ))  # type: ignore[arg-type]  # fmt: skip
+        report.gap_s = processing_gap(world.settings.layout, world.job, inflicted.at,
+                                      inflicted.at + report.recovery_s)
         if inflicted.then is not None:
             inflicted.then()
         watch.held.set()
