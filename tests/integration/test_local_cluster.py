@@ -20,7 +20,6 @@ import pytest
 
 from streamops.cluster import (
     ClusterProfile,
-    LocalCluster,
     MasterClient,
     SubmissionStatus,
     check_spark_install,
@@ -28,6 +27,7 @@ from streamops.cluster import (
     submission_request,
 )
 from streamops.settings import Settings
+from streamops.stack.local_cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ confirms. Every verb is about one node (``master`` or a worker name) and safe to
 starting a running daemon reports it, stopping a stopped one does nothing. A verb holds a
 file lock of its node under ``<state>/cluster/pids`` so two callers cannot start the same
 daemon twice. Nothing here knows about agents; :mod:`streamops.agent` serves these verbs
-over HTTP and :class:`~streamops.cluster.local.LocalCluster` drives the agents.
+over HTTP and :class:`~streamops.stack.local_cluster.LocalCluster` drives the agents.
 """
 
 from __future__ import annotations

@@ -264,7 +264,7 @@ class AirflowStack:
 
     def launch(self) -> None:
         """Prepare and start the four processes unless they run; do not wait for them."""
-        from streamops.cluster.local import port_is_free
+        from streamops.cluster.node import port_is_free
 
         o = self.options
         if running_service(self.settings, service_name("api-server")) is None and (

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import requests
 
-from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import ProcessError
 from streamops.health.checks import Observation, Thresholds, check_jobs, gather
@@ -31,6 +30,7 @@ from streamops.sim.background import remember as remember_simulator
 from streamops.sim.background import service_name
 from streamops.spec import load_spec
 from streamops.stack.airflow_stack import AirflowStack
+from streamops.stack.local_cluster import LocalCluster
 from streamops.stack.services import start_service, stop_services
 
 log = logging.getLogger("streamops.stack.local_stack")
