@@ -82,7 +82,7 @@ def positive_int(params: Mapping[str, Any], name: str, minimum: int = 1) -> int:
 
 def known_release(params: Mapping[str, Any], name: str, settings: Settings) -> str:
     """A classpath jar release that exists under ``<config>/jars/releases``."""
-    from streamops.state.releases import ReleaseStore
+    from streamops.cluster.releases import ReleaseStore
 
     release = safe_name(params, name)
     try:

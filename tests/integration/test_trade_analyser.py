@@ -23,6 +23,7 @@ from support.integration import ClusterHandle, describe_job, wait_until
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
+from streamops.cluster.releases import ReleaseStore
 from streamops.procedures import cluster_restart
 from streamops.procedures.restore import earliest_positions
 from streamops.procedures.submit import submit_job
@@ -33,7 +34,6 @@ from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
 from streamops.state import savepoints
 from streamops.state.checkpoint_cut import last_batch
-from streamops.state.releases import ReleaseStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 JOB = "trade-analyser-it"

@@ -18,13 +18,13 @@ from typing import Any
 from streamops.cluster import rpc_auth
 from streamops.cluster.class_archives import ClassArchives
 from streamops.cluster.client import MasterClient, submission_request
+from streamops.cluster.launcher_jar import ensure_launcher_jar
 from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobAlreadyRunning, JobError
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.spec import JobSpec, encode_spec
-from streamops.stack.launcher_jar import ensure_launcher_jar
 from streamops.state.layout import append_jsonl
 
 log = logging.getLogger("streamops.procedures.submit")

@@ -20,6 +20,7 @@ from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME, PidRecord
 from streamops.cluster.node import NodeDaemons, port_is_free, wait_for
 from streamops.cluster.profile import ClusterProfile
+from streamops.cluster.releases import ReleaseStore
 from streamops.cluster.spark_home import SparkInstall
 from streamops.cluster.status import ClusterStatus, worker_sort_key
 from streamops.exceptions import AgentError, ClusterNotRunning, ProcessError
@@ -27,7 +28,6 @@ from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.state.cluster_size import forget_desired_workers
 from streamops.state.layout import write_json_atomic
-from streamops.state.releases import ReleaseStore
 
 log = logging.getLogger(__name__)
 
