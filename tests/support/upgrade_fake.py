@@ -19,12 +19,12 @@ import pytest
 
 from streamops.exceptions import JobError, SavepointNotFound
 from streamops.planner import StageAction
-from streamops.procedures import savepoint_taking, upgrade_steps
+from streamops.procedures import intents, savepoint_taking, upgrade_steps
 from streamops.procedures import standby as standbys
 from streamops.procedures.standby import Standby
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
-from streamops.state import control, intents
+from streamops.state import control
 from streamops.state.layout import append_jsonl
 
 JOB = "fleet-pings"
