@@ -210,7 +210,7 @@ def start_from_savepoint(settings: Settings, job: str, owner: str) -> SavepointR
 def verify(
     settings: Settings, job: str, owner: str, *, timeout: float = HEALTH_TIMEOUT
 ) -> SavepointRestart:
-    """Wait until the started driver is healthy (:func:`~streamops.health.verdict.health_verdict`
+    """Wait until the started driver is healthy (:func:`~streamops.verdict.health_verdict`
     judges) → done."""
     intent, todo = _todo(settings, job, owner, "verify")
     if todo:
