@@ -17,8 +17,9 @@ from support.integration import ClusterHandle, source_positions, wait_until
 from spark_jobs.sinks import store
 from streamops.cluster.client import MasterClient
 from streamops.cluster.spark_home import check_spark_install
+from streamops.cluster.submission import build_submission
 from streamops.exceptions import JobAlreadyRunning
-from streamops.procedures.submit import build_submission, submit_job
+from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.sim.oracle import (

@@ -54,8 +54,9 @@ from support.beta_process import BetaProcess
 from spark_jobs.sinks import store
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
+from streamops.cluster.submission import submit_hot_standby
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_hot_standby, submit_job
+from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings

@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from streamops.cluster.client import executor_room, free_cores
+from streamops.cluster.submission import submit_hot_standby
 from streamops.exceptions import JobError
 from streamops.job_view import ENDED_DRIVER_STATES
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.procedures.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
-from streamops.procedures.submit import submit_hot_standby, submit_job
+from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state import savepoints

@@ -11,7 +11,7 @@ import pytest
 
 import spark_jobs
 from streamops.cluster.launcher_jar import JAR_NAME
-from streamops.procedures.submit import (
+from streamops.cluster.submission import (
     DEFAULT_CONF,
     PYTHON_RUNNER,
     Submission,
