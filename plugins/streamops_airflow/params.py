@@ -17,7 +17,7 @@ from streamops.jobs import JobRegistry
 from streamops.names import check_name
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
-from streamops.state import savepoints
+from streamops.state.savepoints import catalogue
 from streamops_airflow.exceptions import ParamError
 
 
@@ -51,7 +51,7 @@ def existing_savepoint(
 ) -> str:
     value = safe_name(params, name)
     try:
-        savepoints.get_savepoint(settings.layout, value, job=job)
+        catalogue.get_savepoint(settings.layout, value, job=job)
     except StreamopsError as exc:
         raise ParamError(name, str(exc)) from exc
     return value

@@ -116,7 +116,7 @@ def install(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> FakeCluster:
         return SimpleNamespace(stages={"vehicles": 1})
 
     monkeypatch.setattr(savepoint_restart, "get_savepoint", get_savepoint)
-    monkeypatch.setattr(savepoint_taking.savepoints, "get_savepoint", get_savepoint)
+    monkeypatch.setattr(savepoint_taking.catalogue, "get_savepoint", get_savepoint)
     monkeypatch.setattr(restore, "start_from_savepoint", cluster.start)
 
     def wait_driver_ended(settings: Settings, job: str, driver: str | None,

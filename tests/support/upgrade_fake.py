@@ -137,7 +137,7 @@ def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
     monkeypatch.setattr(savepoint_taking, "request_savepoint", request_savepoint)
     monkeypatch.setattr(upgrade_steps, "plan_upgrade", plan_upgrade)
     monkeypatch.setattr(upgrade_steps, "get_savepoint", get_savepoint)
-    monkeypatch.setattr(savepoint_taking.savepoints, "get_savepoint", get_savepoint)
+    monkeypatch.setattr(savepoint_taking.catalogue, "get_savepoint", get_savepoint)
     monkeypatch.setattr(upgrade_steps, "start_from_savepoint", start_from_savepoint)
     monkeypatch.setattr(upgrade_steps, "restore_version", restore_version)
     monkeypatch.setattr(savepoint_taking, "wait_driver_ended",

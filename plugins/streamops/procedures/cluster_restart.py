@@ -37,7 +37,7 @@ from streamops.procedures.restore import start_from_savepoint
 from streamops.procedures.scale import running_workers
 from streamops.settings import Settings
 from streamops.state.layout import read_json, write_json_atomic
-from streamops.state.savepoints import get_savepoint
+from streamops.state.savepoints.catalogue import get_savepoint
 
 log = logging.getLogger("streamops.procedures.cluster_restart")
 

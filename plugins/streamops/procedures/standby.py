@@ -26,8 +26,8 @@ from streamops.procedures.restore import clear_stale_checkpoint, prepare_checkpo
 from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.state import savepoints
 from streamops.state.layout import read_json, write_json_atomic
+from streamops.state.savepoints import catalogue
 
 log = logging.getLogger("streamops.procedures.standby")
 
@@ -175,7 +175,7 @@ def release_standby(
     settings: Settings, standby: Standby, savepoint: str, stages: Iterable[str]
 ) -> None:
     """Restore the checkpoints from ``savepoint`` and let the standby driver start."""
-    manifest = savepoints.get_savepoint(settings.layout, savepoint, job=standby.job)
+    manifest = catalogue.get_savepoint(settings.layout, savepoint, job=standby.job)
     plan = restore_plan(manifest, stages)
     log.info("%s", plan.render())
     prepare_checkpoints(settings, standby.job, plan)

@@ -51,7 +51,7 @@ from streamops.procedures.upgrade_plan import (
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state.layout import write_json_atomic
-from streamops.state.savepoints import get_savepoint
+from streamops.state.savepoints.catalogue import get_savepoint
 
 log = logging.getLogger("streamops.procedures.upgrade")
 
