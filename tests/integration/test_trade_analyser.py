@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from support.integration import ClusterHandle, describe_job, wait_until
+from support.oracle import compare_series, trade_windows
 
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
@@ -29,7 +30,6 @@ from streamops.procedures.restore import earliest_positions
 from streamops.procedures.submit import submit_job
 from streamops.procedures.upgrade import plan_upgrade, upgrade
 from streamops.sim.journal import read_journal, valid_trades
-from streamops.sim.oracle import compare_series, trade_windows
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
 from streamops.state.checkpoint_cut import last_batch
