@@ -8,7 +8,9 @@ Stages:
   speed) with a watermark; rows later than the watermark are counted in the job status.
 
 Args (job spec): ``alpha_dir``, ``beta_url``, ``store_url``, ``watermark`` (default
-"2 minutes"), ``beta_max_records_per_batch``, ``alpha_max_files_per_batch``.
+"2 minutes"), ``beta_max_records_per_batch``, ``alpha_max_files_per_batch``,
+``alpha_max_file_age`` (default "7d": a late alpha file older than that, before the newest
+file read, is reported instead of read).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from spark_jobs import pings
 from spark_jobs.runtime import JobContext
 from spark_jobs.sinks import store
 from spark_jobs.sources.alpha import AlphaDataSource
+from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE
 from spark_jobs.sources.beta import BetaDataSource
 
 log = logging.getLogger("spark_jobs.fleet_pings")
@@ -52,6 +55,7 @@ def ping_stream(ctx: JobContext) -> DataFrame:
         .options(**ctx.source_options("fleetsim-alpha"))
         .option("path", str(args["alpha_dir"]))
         .option("max_files_per_batch", str(args.get("alpha_max_files_per_batch", 200)))
+        .option("max_file_age", str(args.get("alpha_max_file_age", DEFAULT_MAX_FILE_AGE)))
         .load()
     )
     beta = (

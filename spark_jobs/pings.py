@@ -68,6 +68,7 @@ def from_beta(df: DataFrame) -> DataFrame:
         "raw",
         # from_json is PERMISSIVE: bad input gives a struct of nulls, never null itself.
         "NOT typed AND json_object_keys(raw) IS NULL AS _unparsed",
+        "false AS _bad_utf8",
         "8 AS _columns",
         "CASE WHEN typed THEN vin ELSE _obj.vin END AS _vin",
         *(
@@ -82,7 +83,10 @@ def from_beta(df: DataFrame) -> DataFrame:
 
 
 def from_alpha(df: DataFrame) -> DataFrame:
-    """``(file, line, raw)`` rows of fleet_alpha (CSV) → parsed, validated pings."""
+    """``(file, line, raw, invalid_utf8)`` rows of fleet_alpha (CSV) → parsed, validated
+    pings; a line that was not UTF-8 is quarantined (:data:`INVALID_UTF8`) with its text as
+    read (U+FFFD for the bytes). Rows without ``invalid_utf8`` count as UTF-8."""
+    utf8 = "invalid_utf8" if "invalid_utf8" in df.columns else "false"
     split = df.selectExpr("*", "split(raw, ',', -1) AS _parts")
     obd_text = "coalesce(trim(get(_parts, 7)), '')"
     parsed = split.selectExpr(
@@ -90,6 +94,7 @@ def from_alpha(df: DataFrame) -> DataFrame:
         "concat_ws(':', file, CAST(line AS STRING)) AS position",
         "raw",
         "false AS _unparsed",
+        f"{utf8} AS _bad_utf8",
         "size(_parts) AS _columns",
         "try_cast(trim(get(_parts, 0)) AS BIGINT) AS _sequence",
         "trim(get(_parts, 1)) AS _vin",
@@ -110,7 +115,10 @@ def _in_range(c: str, lo: float, hi: float, hi_inclusive: bool = True) -> str:
     return f"({c} IS NOT NULL AND {c} >= {lo!r}D AND {c} {upper} {hi!r}D)"
 
 
+INVALID_UTF8 = "invalid UTF-8 (the bytes are U+FFFD in raw)"
+
 _RULES: tuple[tuple[str, str], ...] = (
+    ("_bad_utf8", INVALID_UTF8),
     ("_unparsed", "not a JSON object"),
     ("_columns != 8", "expected 8 comma-separated fields"),
     ("sequence IS NULL", "sequence is not an integer"),
@@ -143,6 +151,7 @@ def _validate(parsed: DataFrame) -> DataFrame:
         *(f"{_q('_' + f)} AS {_q(f)}" for f in _NUMBERS),
         "obd_codes",
         "raw",
+        "_bad_utf8",
         "_unparsed",
         "_columns",
         "_obd_bad",

@@ -1,21 +1,28 @@
 """fleetsim-alpha's drop directory as a replayable stream of lines.
 
-Files named ``pings-<n>.csv`` appear atomically (written aside, then renamed), in name
-order. The offset ``{"file": NAME}`` is the last file read (``""`` = none yet), so a
+Files named ``pings-<n>.csv`` appear atomically (written aside, then renamed), normally in
+name order. The offset holds the greatest file name read (``file``; ``""`` = none yet), so a
 position is a file name that can be recorded in a savepoint and set again with the
-``start_after`` option, which Spark's own file source cannot do.
+``start_after`` option, which Spark's own file source cannot do; and, like the seen-files map
+of Spark's file source, the memory of the files read within ``max_file_age``
+(:mod:`spark_jobs.sources.alpha_memory`), so that checkpoints and savepoints carry it.
 
-Contract with the writer: files appear in name order (fleetsim-alpha only ever adds names
-above the last one). A file that breaks it, appearing with a name at or below the committed
-file, would be skipped by name order: it is not read, and it is never skipped silently
-either. The source records it as a late file in its state (``late_files``, with the
-committed file at the time), which the job's status and the health checks show; to read
-it, drop it again under a name above the newest file. A committed file that changes or
-disappears afterwards is recorded the same way (``changed_files``): what was read from it
-may no longer match what it holds.
+A file that breaks the writer's name order, appearing with a name at or below the committed
+file (or after a later one was committed), is late: the next batch reads it, once, and it is
+recorded in the source's state (``late_files``, ``read: true``). A late file older than
+``max_file_age`` before the newest file read is not read (as Spark's file source ignores it)
+but recorded (``late_files``, ``read: false``, with the reason); so is a name that does not
+match ``pings-<n>.csv`` (``ignored_files``; hidden names, the writer's temporary files, are
+not). The job's status and the health checks show them. A committed file that changes or
+disappears afterwards is recorded too (``changed_files``): what was read from it may no
+longer match what it holds.
+
+Lines are read as UTF-8; bytes that are not UTF-8 reach ``raw`` as U+FFFD and the row is
+flagged ``invalid_utf8`` (the job quarantines it, :func:`spark_jobs.pings.from_alpha`).
 
 Options: ``path``, ``max_files_per_batch`` (default 200), ``files_per_partition``
-(default 20), ``start_after`` (file name; default ``""``, the beginning), ``start_offset``
+(default 20), ``max_file_age`` (default ``7d``; seconds, or with ``s``/``m``/``h``/``d``),
+``start_after`` (file name; default ``""``, the beginning), ``start_offset``
 (JSON of an offset of this source, e.g. from a savepoint: where a new query starts) or
 ``start_offsets_file`` (see ``positions``), ``source_id`` (stored in every offset, default
 ``alpha:<path>``), ``pause_file`` (while it exists, no new files are admitted: the query
@@ -25,15 +32,18 @@ drains to a batch boundary and idles), ``state_dir`` (see ``source_state``), ``g
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
+from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from spark_jobs.sources.arrow_batch import record_batch
 from spark_jobs.sources.positions import recorded_start, rehearsal, wait_for_gate
 from spark_jobs.sources.source_state import SourceState
@@ -43,9 +53,12 @@ ALPHA_SCHEMA = StructType(
         StructField("file", StringType(), False),
         StructField("line", IntegerType(), False),
         StructField("raw", StringType(), False),
+        StructField("invalid_utf8", BooleanType(), False),
     ]
 )
 _FILE = re.compile(r"^pings-\d+\.csv$")
+_IGNORED = "name does not match pings-<n>.csv"
+_UNDECODED = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8 (surrogateescape)
 
 
 class AlphaSourceError(RuntimeError):
@@ -67,14 +80,6 @@ def list_files(directory: str, after: str, upto: str | None = None) -> list[str]
     return sorted(n for n in names if _FILE.match(n) and n > after and (upto is None or n <= upto))
 
 
-def _arrival(directory: str, name: str) -> float | None:
-    """When ``name`` arrived in ``directory`` (its inode change time: the writer's rename)."""
-    try:
-        return os.stat(os.path.join(directory, name)).st_ctime
-    except FileNotFoundError:
-        return None
-
-
 def _signature(directory: str, name: str) -> tuple[int, float] | None:
     """``(size, mtime)`` of a file, None if it is gone."""
     try:
@@ -94,10 +99,13 @@ class AlphaStreamReader(DataSourceStreamReader):
         self.start_after = options.get("start_after", "") or ""
         self.source_id = options.get("source_id") or f"alpha:{self.path}"
         self.pause_file = options.get("pause_file") or ""
+        self.max_age = parse_age(options.get("max_file_age") or DEFAULT_MAX_FILE_AGE)
         self.options = dict(options)
-        self._initial: str | None = None
+        self._initial: dict | None = None
         self.state = SourceState(self.source_id, options.get("state_dir") or None)
-        self._arrived: dict[str, float] | None = None  # files at or below the committed one
+        self._listed: set[str] | None = None  # the names of this reader's last listing
+        self._legacy_floor_time: dict[str, float] = {}
+        self._reported: set[tuple[str, str]] = set()
         self._committed: tuple[str, tuple[int, float] | None] | None = None
         os.makedirs(self.path, exist_ok=True)
 
@@ -108,17 +116,17 @@ class AlphaStreamReader(DataSourceStreamReader):
         """Where a query without a checkpoint starts; Spark asks again at its first batch, and
         the answer must not move with new files meanwhile."""
         if self._initial is None:
-            self._initial = self._first_file()
-        return self._offset(self._initial)
+            self._initial = self._first_offset()
+        return dict(self._initial)
 
-    def _first_file(self) -> str:
+    def _first_offset(self) -> dict:
         if rehearsal(self.options):  # read just the newest file
             files = list_files(self.path, "")
-            return files[-2] if len(files) > 1 else self.start_after
+            return self._offset(files[-2] if len(files) > 1 else self.start_after)
         recorded = recorded_start(self.options, self.source_id)
-        if recorded and "file" in recorded:
-            return str(recorded["file"])
-        return self.start_after
+        if recorded and "file" in recorded:  # with its memory of the files read, if any
+            return {**recorded, "source": self.source_id}
+        return self._offset(self.start_after)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         wait_for_gate(self.options)  # Spark asks once all of the query's sources are up
@@ -127,74 +135,154 @@ class AlphaStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if self.pause_file and os.path.exists(self.pause_file):
             return start
-        self._watch_behind(str(start["file"]))
-        files = list_files(self.path, start["file"])
+        committed = str(start["file"])
+        self._watch_committed(committed)
+        listing = self._list()
+        memory = self._resolved(Memory.from_offset(start), listing)
+        late, in_order = self._unread(memory, listing)
+        files = late + in_order
         if isinstance(limit, ReadMaxFiles):
             files = files[: limit.max_files]
         elif not isinstance(limit, ReadAllAvailable):
             files = files[: self.max_files]
-        return self._offset(files[-1] if files else start["file"])
+        if not files:
+            return start
+        for name in files[: len(late)]:
+            self._report("late_files", name, committed=committed, read=True)
+        mtimes = {name: times[0] for name, times in listing.items()}
+        end = memory.with_read(files, mtimes)
+        if len(files) >= len(late):  # no late file waits (one in a folded gap would be lost)
+            end = end.pruned(committed, (end.latest or 0.0) - self.max_age, mtimes, files)
+        return end.to_offset(self.source_id)
 
-    def _watch_behind(self, committed: str) -> None:
-        """Record files that appeared at or below ``committed`` (late: they arrived after it,
-        by their inode change time, or after this reader first looked) and a committed file
-        that changed or disappeared after it was read."""
+    def _list(self) -> dict[str, tuple[float, float]]:
+        """``(mtime, ctime)`` of each ping file of the directory; other names (but hidden
+        ones: the writer's temporary files) are reported as ignored, with their name."""
+        out: dict[str, tuple[float, float]] = {}
+        try:
+            entries = list(os.scandir(self.path))
+        except FileNotFoundError as exc:
+            raise AlphaSourceError(
+                f"fleetsim-alpha directory {self.path} does not exist") from exc  # fmt: skip
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if not (_FILE.match(entry.name) and entry.is_file()):
+                    self._report("ignored_files", entry.name, reason=_IGNORED)
+                    continue
+                st = entry.stat()
+            except FileNotFoundError:
+                continue
+            out[entry.name] = (st.st_mtime, st.st_ctime)
+        return out
+
+    def _resolved(self, memory: Memory, listing: dict[str, tuple[float, float]]) -> Memory:
+        """``memory``, an offset without memory given its floor time: the modification time
+        of its committed file (files written before it are no newer), fixed at first sight."""
+        if memory.floor_time is not None:
+            return memory
+        if memory.floor not in self._legacy_floor_time:
+            below = [t[0] for n, t in listing.items() if n <= memory.floor]
+            at = listing.get(memory.floor, (max(below, default=0.0), 0.0))[0]
+            self._legacy_floor_time[memory.floor] = at
+        return replace(memory, floor_time=self._legacy_floor_time[memory.floor])
+
+    def _unread(
+        self, memory: Memory, listing: dict[str, tuple[float, float]]
+    ) -> tuple[list[str], list[str]]:
+        """The files ``memory`` did not read: late ones (at or below the position, within
+        ``max_file_age``), then the ones above the position, each in name order. Late files
+        older than the bound are reported, not read."""
+        first_look, before = self._listed is None, self._listed or set()
+        self._listed = set(listing)
+        horizon = -math.inf if memory.latest is None else memory.latest - self.max_age
+        late, in_order = [], []
+        for name in sorted(listing):
+            mtime, ctime = listing[name]
+            if memory.has(name):
+                continue
+            if name > memory.file:
+                in_order.append(name)
+                continue
+            if (first_look or name in before) and memory.below_floor(name, mtime):
+                # counts as read, unless it arrived (renamed in) after the newest file read
+                # while no reader looked: then it is too old to read, but not unseen
+                if first_look and memory.latest is not None and ctime > memory.latest + 1.0:
+                    self._too_old(name, memory.file)
+                continue
+            if mtime >= horizon:
+                late.append(name)
+            else:
+                self._too_old(name, memory.file)
+        return late, in_order
+
+    def _too_old(self, name: str, committed: str) -> None:
+        reason = f"older than max_file_age ({self.max_age:.0f} s) before the newest file read"
+        self._report("late_files", name, committed=committed, read=False, reason=reason)
+
+    def _report(self, kind: str, name: str, **what: Any) -> None:
+        """Record ``name`` under ``kind`` in the source's state, once per reader."""
+        if (kind, name) not in self._reported:
+            self._reported.add((kind, name))
+            self.state.note(kind, file=name, **what)
+
+    def _watch_committed(self, committed: str) -> None:
+        """Record a committed file that changed or disappeared after it was read."""
         if not committed:
             return
-        names = list_files(self.path, "", committed)
-        if self._arrived is None:  # first look: only what arrived after the committed file
-            committed_at = _arrival(self.path, committed)
-            self._arrived = {}
-            for name in names:
-                at = _arrival(self.path, name) or 0.0
-                if committed_at is not None and name != committed and at > committed_at + 1.0:
-                    self._late(name, committed)
-                self._arrived[name] = at
-        else:
-            looked_upto = self._committed[0] if self._committed else ""
-            for name in names:
-                if name not in self._arrived:
-                    if name <= looked_upto:  # not read by this query: it came too late
-                        self._late(name, committed)
-                    self._arrived[name] = _arrival(self.path, name) or 0.0
         mark = _signature(self.path, committed)
         if self._committed and self._committed[0] == committed and self._committed[1] != mark:
             change = "disappeared" if mark is None else "changed after it was read"
             self.state.note("changed_files", file=committed, change=change)
         self._committed = (committed, mark)
 
-    def _late(self, name: str, committed: str) -> None:
-        self.state.note("late_files", file=name, committed=committed, read=False)
-
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        if start["file"] == end["file"]:
+        if start == end or start["file"] == end["file"] and "read" not in end:
             return []
-        files = list_files(self.path, start["file"], end["file"])
-        if not files or files[-1] != end["file"]:
-            raise AlphaSourceError(
-                f"fleetsim-alpha file {end['file']} recorded as a batch end is missing from "
-                f"{self.path}; files must not be removed before every job has read them"
-            )
+        if "read" in end:
+            files = Memory.from_offset(end).names_not_in(Memory.from_offset(start))
+            gone = [n for n in files if not os.path.exists(os.path.join(self.path, n))]
+            if gone:
+                raise AlphaSourceError(
+                    f"fleetsim-alpha file(s) {', '.join(gone)} recorded in a batch are missing "
+                    f"from {self.path}; files must not be removed before every job has read them"
+                )
+        else:  # both ends planned by a reader without memory: the names between them
+            files = list_files(self.path, start["file"], end["file"])
+            if not files or files[-1] != end["file"]:
+                raise AlphaSourceError(
+                    f"fleetsim-alpha file {end['file']} recorded as a batch end is missing "
+                    f"from {self.path}; files must not be removed before every job has read them"
+                )
         n = self.files_per_partition
         return [AlphaFiles(files[i : i + n]) for i in range(0, len(files), n)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """The partition's ``(file, line, raw)`` rows (empty lines skipped), as one Arrow
-        batch (:mod:`spark_jobs.sources.arrow_batch`)."""
+        """The partition's ``(file, line, raw, invalid_utf8)`` rows (empty lines skipped), as
+        one Arrow batch (:mod:`spark_jobs.sources.arrow_batch`). Bytes that are not UTF-8
+        reach ``raw`` as U+FFFD, and the line is flagged ``invalid_utf8``."""
         assert isinstance(partition, AlphaFiles)
         names: list[str] = []
         numbers: list[int] = []
         texts: list[str] = []
+        invalid: list[bool] = []
         for name in partition.files:
-            with open(os.path.join(self.path, name), encoding="utf-8", errors="replace") as fh:
+            path = os.path.join(self.path, name)
+            with open(path, encoding="utf-8", errors="surrogateescape") as fh:
                 for number, line in enumerate(fh, start=1):
                     text = line.rstrip("\r\n")
                     if text:
+                        bad = _UNDECODED.search(text) is not None
+                        if bad:
+                            text = text.encode("utf-8", "surrogateescape").decode(
+                                "utf-8", "replace")  # fmt: skip
                         names.append(name)
                         numbers.append(number)
                         texts.append(text)
+                        invalid.append(bad)
         if texts:
-            yield record_batch(ALPHA_SCHEMA, [names, numbers, texts])
+            yield record_batch(ALPHA_SCHEMA, [names, numbers, texts, invalid])
 
     def commit(self, end: dict) -> None:
         """Files are kept: other jobs and savepoints may still need them."""

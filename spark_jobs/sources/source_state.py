@@ -30,10 +30,11 @@ timeout (beta's ``head_timeout``, 2 s) once per interval, delaying the other sou
 that long; a longer cap delays the return of a recovered upstream instead (with 15 s, beta
 was read again 15.8 s after a 30 s freeze ended; ``tests/perf/bench_failover.py``)."""
 
-EVENT_KINDS = ("losses", "late_files", "changed_files")
+EVENT_KINDS = ("losses", "late_files", "changed_files", "ignored_files")
 """What a source records for health and status: losses it accepted (``restart_from_earliest``),
-files that arrived behind the committed position (not read), and read files that changed or
-disappeared."""
+files that arrived behind the committed position (``read``: whether they were read, or were
+too old), read files that changed or disappeared, and names it does not read (not a ping
+file's name)."""
 
 ON_RESET_FAIL = "fail"
 ON_RESET_RESTART = "restart_from_earliest"

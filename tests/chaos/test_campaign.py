@@ -25,7 +25,9 @@ from streamops.procedures.submit import submit_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 STEPS = 8
-DEFAULT_SEED = 29
+DEFAULT_SEED = 1
+"""Draws alpha-late, cli-killed, node, restart-checkpoint, beta-cut, master, beta-restart,
+beta-log-lost."""
 
 
 def test_short_chaos_campaign(

@@ -7,7 +7,8 @@ job's args (``beta_url``, ``alpha_dir``), and probed by its kind:
 
 - fleetsim-beta: ``/head`` (``first``, ``last``, ``stream``) against the committed
   ``{sequence, stream}``: the backlog in records, or what the upstream lost or replaced;
-- fleetsim-alpha: the CSV files of its drop directory after the committed file.
+- fleetsim-alpha: the ping files of its drop directory the committed offset has not read
+  (after the committed file, and late ones within the job's ``alpha_max_file_age``).
 
 A probe does the I/O and answers a :class:`SourceProbe`, a plain value.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 import requests
 
+from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from streamops.job_view import JobView
 
 
@@ -110,7 +112,7 @@ class Prober:
         if kind == "beta":
             return self._beta(source, where, offset)
         if kind == "alpha":
-            return _alpha(source, where, offset)
+            return _alpha(source, where, offset, args)
         return None
 
     def _head(self, url: str) -> dict[str, Any] | Exception:
@@ -149,18 +151,26 @@ class Prober:
         return SourceProbe(source, "beta", "records", backlog=last - committed)
 
 
-def alpha_unread(directory: Path, committed: str) -> int:
-    """CSV files of an alpha drop directory after the committed file (not read yet)."""
-    return sum(1 for p in directory.glob("*.csv") if p.name > committed)
+def alpha_unread(directory: Path, offset: dict[str, Any], max_age: float) -> int:
+    """Ping files of an alpha drop directory the job has not read yet: after the committed
+    file, and late ones its offset's memory does not hold (within ``max_age``)."""
+    mtimes = {}
+    for path in directory.glob("pings-*.csv"):
+        try:
+            mtimes[path.name] = path.stat().st_mtime
+        except FileNotFoundError:
+            continue
+    return len(Memory.from_offset(offset).unread(mtimes, max_age))
 
 
-def _alpha(source: str, path: str, offset: dict[str, Any]) -> SourceProbe:
+def _alpha(source: str, path: str, offset: dict[str, Any], args: dict[str, Any]) -> SourceProbe:
     directory = Path(path)
     if not path or not directory.is_dir():
         return SourceProbe(source, "alpha", "files",
                            broken=f"directory {path or '?'} of source {source} does not exist")
+    max_age = parse_age(str(args.get("alpha_max_file_age") or DEFAULT_MAX_FILE_AGE))
     return SourceProbe(source, "alpha", "files",
-                       backlog=alpha_unread(directory, str(offset.get("file") or "")))
+                       backlog=alpha_unread(directory, offset, max_age))
 
 
 def probe_job(

@@ -11,8 +11,9 @@ Per source, worst first:
   is never a warning;
 - **degraded** (warn, fail after ``max_source_degraded`` seconds): the job's own reader
   reports that the upstream does not answer (``status.json`` → ``sources_state``);
-- **losses and late files** the readers counted (warn for ``recent_loss_window`` seconds,
-  then reported as ok with the count, so they are never out of sight);
+- **losses, late, changed and ignored files** the readers counted (warn for
+  ``recent_loss_window`` seconds, then reported as ok with the count, so they are never out
+  of sight);
 - **backlog** in the probe's unit (records, files) against the thresholds; an upstream that
   could not tell is a warning.
 """
@@ -74,7 +75,9 @@ def _reported(
         out.append(CheckResult("sources", name, level,
                                f"job {job}: source {source} degraded since {at} UTC ({age:.0f} s, "
                                f"limit {limit:.0f} s): {state.get('reason')}"))  # fmt: skip
-    for kind, what in (("losses", "accepted loss"), ("late_files", "late file")):
+    for kind, what in (("losses", "accepted loss"), ("late_files", "late file"),
+                       ("changed_files", "changed file"),
+                       ("ignored_files", "ignored file")):  # fmt: skip
         events = state.get(kind) or []
         if not events:
             continue

@@ -150,6 +150,16 @@ def beta_freeze(world: ChaosWorld, rng: random.Random) -> Inflicted:
     return Inflicted(at, f"fleetsim-beta frozen {seconds:.0f} s")
 
 
+def beta_cut(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """The job's link to fleetsim-beta cut (connections refused and broken), then back."""
+    seconds = rng.uniform(5, 15)
+    at = time.time()
+    world.beta_link.cut()
+    time.sleep(seconds)
+    world.beta_link.restore()
+    return Inflicted(at, f"the link to fleetsim-beta cut {seconds:.0f} s")
+
+
 def beta_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
     at = time.time()
     world.beta.stop()
@@ -158,18 +168,23 @@ def beta_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
 
 
 def beta_log_lost(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    """fleetsim-beta killed -9, its log deleted and the server restarted: a new stream.
+    """fleetsim-beta, cut off from the job for a few seconds while it emits, killed -9, its
+    log deleted and the server restarted: a new stream (what it emitted meanwhile is lost).
     Under the spec's ``on_source_reset: fail`` the job must stop loudly (health failing
     meanwhile); the operator then accepts the loss (``restart_from_earliest``) and submits
     the job again."""
     old_stream = world.beta.head()["stream"]
     at = time.time()
+    cut = rng.uniform(1, 4)  # what beta emits meanwhile the job never fetches: it is lost
+    world.beta_link.cut()
+    time.sleep(cut)
     world.beta.kill()
     emitted = max((r.sequence for r in read_journal(world.beta_histories[-1])), default=0)
     shutil.rmtree(world.beta.data_dir / "log")
     world.beta_histories.append(world.workdir / f"beta-{len(world.beta_histories) + 1}.jsonl")
     world.beta.journal = world.beta_histories[-1]
     world.beta.start()
+    world.beta_link.restore()
     assert world.beta.head()["stream"] != old_stream, "a deleted log must be a new stream"
     note = "fleetsim-beta lost its log"
     if world.reset_policy == "fail":
@@ -312,6 +327,7 @@ CATALOGUE: tuple[Action, ...] = (
     Action("executor", "fault", executor),
     Action("master", "fault", master),
     Action("beta-freeze", "fault", beta_freeze),
+    Action("beta-cut", "fault", beta_cut),
     Action("beta-restart", "fault", beta_restart),
     Action("beta-log-lost", "fault", beta_log_lost),
     Action("alpha-late", "fault", alpha_late),

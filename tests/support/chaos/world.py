@@ -1,7 +1,7 @@
 """The world a chaos campaign acts on: one fleet-pings job on a real cluster, fleetsim-alpha
 in this process and fleetsim-beta as a process of its own (so it can be frozen, killed,
-restarted on its log, or lose its log), both flowing all the time except while the oracle
-looks.
+restarted on its log, or lose its log) that the job reaches through a TCP link the campaign
+can cut, both flowing all the time except while the oracle looks.
 
 The oracle (:meth:`ChaosWorld.check`) holds both simulators, waits until every stage has read
 everything they emitted, and compares each sink with its batch recomputation over exactly
@@ -27,6 +27,7 @@ from support.oracle import (
     latest_per_vin,
     tumbling_windows,
 )
+from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
@@ -78,6 +79,7 @@ class ChaosWorld:
         self.beta = BetaProcess(self.beta_port, self.workdir / "beta-data",
                                 self.beta_histories[-1], self.workdir / "beta.log",
                                 seed=32, vehicles=self.vehicles, rate=self.rate)  # fmt: skip
+        self.beta_link = TcpProxy(("127.0.0.1", self.beta_port))  # the job's way to beta
 
     # -- the job ---------------------------------------------------------------------------
     @property
@@ -90,7 +92,8 @@ class ChaosWorld:
 
     def spec(self, file: str = "fleet-pings.yaml") -> JobSpec:
         base = load_spec(CONFIG / file)
-        args = {**base.args, "alpha_dir": str(self.alpha_dir), "beta_url": self.beta.url,
+        beta_url = f"http://127.0.0.1:{self.beta_link.port}/pings"
+        args = {**base.args, "alpha_dir": str(self.alpha_dir), "beta_url": beta_url,
                 "store_url": self.store_url}  # fmt: skip
         changes: dict[str, object] = {"name": self.job, "trigger_interval": "1 second",
                                       "args": args, "on_source_reset": self.reset_policy}
@@ -111,28 +114,19 @@ class ChaosWorld:
 
     def start(self) -> None:
         self.beta.start()
+        self.beta_link.start()
         self.alpha.start()
 
     def stop(self) -> None:
         self.alpha.stop()
+        self.beta_link.stop()
         self.beta.stop()
         if self.registry.view(self.job).is_live:
             self.registry.cancel(self.job)
 
     # -- positions -------------------------------------------------------------------------
-    def planned(self) -> dict[str, dict[str, Any]]:
-        """Per stage, the end offsets of the newest batch it planned (committed or not: a
-        restart runs a planned batch again with the same offsets)."""
-        out: dict[str, dict[str, Any]] = {}
-        for stage in STAGES:
-            checkpoint = self.settings.layout.checkpoint(self.job, stage)
-            merged: dict[str, Any] = {}
-            for offset in committed_offsets(checkpoint, last_batch(checkpoint / "offsets")):
-                merged.update(offset)
-            out[stage] = merged
-        return out
-
     def committed(self) -> dict[str, dict[str, Any]]:
+        """Per stage, the end offsets of its newest committed batch."""
         out: dict[str, dict[str, Any]] = {}
         for stage in STAGES:
             checkpoint = self.settings.layout.checkpoint(self.job, stage)

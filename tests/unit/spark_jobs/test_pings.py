@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 import pytest
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from support.beta_rows import beta_frame
 
@@ -146,9 +146,14 @@ BETA_NOT_JSON_CASES: dict[str, str] = {
 }
 
 
+def alpha_frame(spark: SparkSession, lines: list[tuple[str, int, str]]) -> DataFrame:
+    """fleet_alpha's rows of ``(file, line, raw)`` lines that were UTF-8."""
+    return spark.createDataFrame([(*line, False) for line in lines], ALPHA_SCHEMA)
+
+
 def alpha_rows(spark: SparkSession, lines: list[tuple[str, int, str]]) -> dict[str, Row]:
     """``from_alpha`` over ``(file, line, raw)`` rows, collected by position."""
-    result = pings.from_alpha(spark.createDataFrame(lines, ALPHA_SCHEMA))
+    result = pings.from_alpha(alpha_frame(spark, lines))
     return {row.position: row for row in result.collect()}
 
 
@@ -244,7 +249,7 @@ def test_huge_time_does_not_fail_the_batch_under_ansi(
 
 def test_valid_and_invalid_split_the_rows(spark: SparkSession) -> None:
     lines = [("f", i + 1, raw) for i, (raw, _) in enumerate(ALPHA_CASES.values())]
-    parsed = pings.from_alpha(spark.createDataFrame(lines, ALPHA_SCHEMA))
+    parsed = pings.from_alpha(alpha_frame(spark, lines))
     split = (
         pings.valid(parsed)
         .select(F.lit("valid").alias("kind"), "position")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,9 +11,13 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from support.beta_rows import beta_frame
+from support.source_rows import read_rows
 
 from spark_jobs import fleet_pings, pings
 from spark_jobs.sinks import store
+from spark_jobs.sources.alpha import ALPHA_SCHEMA, AlphaFiles, AlphaStreamReader
+from streamops.sim.alpha import file_name
+from streamops.sim.fleet import Fleet
 
 GOOD = {"vin": "1HGCM82633A004352", "time": 1_700_000_000.0, "latitude": 50.0,
         "longitude": 8.0, "speed": 42.0, "heading": 90.0}  # fmt: skip
@@ -58,3 +63,32 @@ def test_one_aggregation_gives_the_newest_ping_per_vin_and_every_invalid_record(
     bad = sorted((r["position"], r["reason"]) for r in rows if r["reason"] is not None)
     assert latest == {GOOD["vin"]: (2, 2.0), other: (4, 4.0)}
     assert bad == [("5", "speed is not a number in [0, 500]"), ("6", "not a JSON object")]
+
+
+def test_an_alpha_line_with_invalid_utf8_goes_to_quarantine_with_its_reason(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A CSV line with bytes that are not UTF-8 is read with U+FFFD in their place, and then
+    quarantined as such: never taken as a ping (here the bytes sit in an OBD code, where the
+    rest of the validation would have let the replaced text through)."""
+    fleet = Fleet(seed=3, vehicles=2)
+    good = fleet.next_ping(1, 1_700_000_000.0)
+    bad = dataclasses.replace(fleet.next_ping(2, 1_700_000_001.0), obd_codes=("P0171",))
+    line = bad.to_csv().encode().replace(b"P0171", b"P0\xff71")
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / file_name(1)).write_bytes(good.to_csv().encode() + b"\n" + line + b"\n")
+    reader = AlphaStreamReader({"path": str(drop)})
+    rows = read_rows(reader, AlphaFiles([file_name(1)]))
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    batch = pings.from_alpha(spark.createDataFrame(rows, ALPHA_SCHEMA))
+    fleet_pings.vehicles_sink(ctx_for(url, False))(batch, 0)
+    engine = store.engine_for(url)
+    vehicles = store.read_table(engine, store.vehicles)
+    quarantined = store.read_table(engine, store.quarantine)
+    assert [(v["vin"], v["sequence"]) for v in vehicles] == [(good.vin, 1)]
+    (row,) = quarantined
+    assert (row["source"], row["position"]) == ("alpha", f"{file_name(1)}:2")
+    assert row["reason"] == pings.INVALID_UTF8
+    assert row["raw"] == line.decode("utf-8", "replace")  # the text, bytes replaced by U+FFFD
+    assert "P0\ufffd71" in row["raw"]

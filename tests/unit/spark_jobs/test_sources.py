@@ -56,6 +56,11 @@ def A(name: str) -> dict[str, str]:
     return {"source": "alpha-test", "file": name}
 
 
+def at(offset: dict) -> dict[str, str]:
+    """An offset's position (its memory of the files read aside), as :func:`A` gives it."""
+    return {"source": offset["source"], "file": offset["file"]}
+
+
 def alpha_reader(directory: Path, **options: str) -> AlphaStreamReader:
     return AlphaStreamReader({"path": str(directory), "source_id": "alpha-test", **options})
 
@@ -114,19 +119,19 @@ def test_alpha_default_read_limit(drop: Path) -> None:
 def test_alpha_latest_offset_read_max_files(drop: Path) -> None:
     reader = alpha_reader(drop)
     names = alpha_names(5)
-    assert reader.latestOffset({"file": ""}, ReadMaxFiles(2)) == A(names[1])
-    assert reader.latestOffset({"file": names[1]}, ReadMaxFiles(2)) == A(names[3])
-    assert reader.latestOffset({"file": names[3]}, ReadMaxFiles(2)) == A(names[4])
+    assert at(reader.latestOffset({"file": ""}, ReadMaxFiles(2))) == A(names[1])
+    assert at(reader.latestOffset({"file": names[1]}, ReadMaxFiles(2))) == A(names[3])
+    assert at(reader.latestOffset({"file": names[3]}, ReadMaxFiles(2))) == A(names[4])
 
 
 def test_alpha_latest_offset_read_all_available(drop: Path) -> None:
     reader = alpha_reader(drop, max_files_per_batch="1")
-    assert reader.latestOffset({"file": ""}, ReadAllAvailable()) == A(file_name(5))
+    assert at(reader.latestOffset({"file": ""}, ReadAllAvailable())) == A(file_name(5))
 
 
 def test_alpha_latest_offset_other_limits_use_the_option(drop: Path) -> None:
     reader = alpha_reader(drop, max_files_per_batch="3")
-    assert reader.latestOffset({"file": ""}, ReadMinRows(1)) == A(file_name(3))
+    assert at(reader.latestOffset({"file": ""}, ReadMinRows(1))) == A(file_name(3))
 
 
 def test_alpha_latest_offset_without_new_files_stays(drop: Path) -> None:
@@ -139,16 +144,20 @@ def test_alpha_latest_offset_without_new_files_stays(drop: Path) -> None:
 def test_alpha_latest_offset_from_start_after(drop: Path) -> None:
     reader = alpha_reader(drop, start_after=file_name(3))
     start = reader.initialOffset()
-    assert reader.latestOffset(start, ReadMaxFiles(1)) == A(file_name(4))
+    assert at(reader.latestOffset(start, ReadMaxFiles(1))) == A(file_name(4))
 
 
 def test_alpha_ignores_hidden_temp_and_foreign_files(drop: Path) -> None:
     assert list_files(str(drop), "") == alpha_names(5)
     reader = alpha_reader(drop)
-    assert reader.latestOffset({"file": ""}, ReadAllAvailable()) == A(file_name(5))
-    files = [f for p in reader.partitions({"file": ""}, {"file": file_name(5)})
+    end = reader.latestOffset({"file": ""}, ReadAllAvailable())
+    assert at(end) == A(file_name(5))
+    files = [f for p in reader.partitions({"file": ""}, end)
              for f in p.files]  # type: ignore[attr-defined]  # fmt: skip
     assert files == alpha_names(5)
+    # read by their names, the others reported (in the source's state) by theirs
+    ignored = sorted(e["file"] for e in reader.state.events["ignored_files"])
+    assert ignored == ["notes.txt", "pings-7.csv.bak"]
 
 
 def test_alpha_empty_directory(tmp_path: Path) -> None:
@@ -208,10 +217,10 @@ def test_alpha_read_yields_file_line_raw_and_skips_empty_lines(tmp_path: Path) -
     reader = alpha_reader(directory)
     rows = read_rows(reader, AlphaFiles(alpha_names(3)))
     assert rows == [
-        (file_name(1), 1, "one"),
-        (file_name(1), 3, "two"),
-        (file_name(1), 4, "three"),
-        (file_name(2), 3, "four"),
+        (file_name(1), 1, "one", False),
+        (file_name(1), 3, "two", False),
+        (file_name(1), 4, "three", False),
+        (file_name(2), 3, "four", False),
     ]
 
 
@@ -230,15 +239,16 @@ def test_alpha_reads_a_real_simulator_run_completely(tmp_path: Path) -> None:
     reader = alpha_reader(directory, files_per_partition="2")
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
-    assert end == A(file_name(3))
+    assert at(end) == A(file_name(3))
     rows = [row for part in reader.partitions(start, end) for row in read_rows(reader, part)]
     records = read_journal(journal)
-    assert [(file, raw) for file, _, raw in rows] == [(r.file, r.raw) for r in records]
+    assert [(file, raw) for file, _, raw, _ in rows] == [(r.file, r.raw) for r in records]
 
 
 def test_alpha_data_source() -> None:
     assert AlphaDataSource.name() == "fleet_alpha"
-    assert [f.name for f in AlphaDataSource({}).schema().fields] == ["file", "line", "raw"]
+    fields = [f.name for f in AlphaDataSource({}).schema().fields]
+    assert fields == ["file", "line", "raw", "invalid_utf8"]
 
 
 # --- beta ----------------------------------------------------------------------------------
@@ -419,7 +429,7 @@ def test_alpha_pause_file_admits_nothing(tmp_path: Path) -> None:
     pause.touch()
     assert reader.latestOffset(A(""), ReadAllAvailable()) == A("")
     pause.unlink()
-    assert reader.latestOffset(A(""), ReadAllAvailable()) == A("pings-000000000001.csv")
+    assert at(reader.latestOffset(A(""), ReadAllAvailable())) == A("pings-000000000001.csv")
 
 
 def test_alpha_start_offset_from_a_savepoint(tmp_path: Path) -> None:

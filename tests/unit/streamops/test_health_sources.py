@@ -4,6 +4,7 @@ losses and late files show."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,3 +112,38 @@ def test_an_accepted_loss_shows(settings: Settings, beta: BetaSimulator) -> None
     )
     assert level is Level.WARN and "2 accepted loss(s)" in message
     assert "80 records skipped in all, plus an unknown number in 1 reset(s)" in message
+
+
+def test_alpha_late_ignored_and_changed_files_show(settings: Settings, tmp_path: Path) -> None:
+    """An alpha offset with its memory of the files read: a late file it has not read yet
+    counts in the backlog; what its readers reported (a name it does not read, a late file
+    too old to read, a read file that changed) is named by health."""
+    drop = tmp_path / "alpha"
+    drop.mkdir()
+    for n in (1, 2, 3):
+        (drop / f"pings-00000000000{n}.csv").write_text("x\n")
+    os.utime(drop / "pings-000000000001.csv", (NOW - 10, NOW - 10))  # late, not read yet
+    (drop / "notes.csv").write_text("x\n")
+    source = f"alpha:{drop}"
+    offset = {"source": source, "file": "pings-000000000003.csv", "floor": "", "floor_time": 0.0,
+              "latest": NOW, "read": [["pings-000000000002.csv", "pings-000000000003.csv"]]}
+    events = {
+        "ignored_files": [{"at": NOW - 5, "file": "notes.csv",
+                           "reason": "name does not match pings-<n>.csv"}],
+        "late_files": [{"at": NOW - 5, "file": "pings-000000000000.csv", "read": False,
+                        "reason": "older than max_file_age"}],
+        "changed_files": [{"at": NOW - 5, "file": "pings-000000000002.csv",
+                           "change": "changed after it was read"}],
+    }  # fmt: skip
+    doc = {"state": "RUNNING", "sources_state": {source: {"state": "ok", **events}},
+           "stages": {"vehicles": {"sources": [{"end_offset": offset}]}}}  # fmt: skip
+    view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None, doc)
+    obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
+                      sources={JOB: probe_job(Prober(5.0), view, {})})  # fmt: skip
+    (result,) = check_sources(obs)
+    assert result.level is Level.WARN
+    assert "backlog 1 files" in result.message  # pings-1, late: the next batch reads it
+    assert "1 ignored file(s)" in result.message and "file=notes.csv" in result.message
+    assert "1 late file(s)" in result.message and "file=pings-000000000000.csv" in result.message
+    assert "1 changed file(s)" in result.message and "file=pings-000000000002.csv" in (
+        result.message)
