@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""Print the import circles among the project's own modules (``plugins/`` and ``spark_jobs/``).
+"""Print the import circles among the project's own modules (``plugins/`` and ``spark_jobs/``),
+and the pairs of folders that import each other.
 
 A circle means two modules each need the other: usually a helper lives beside the wrong noun.
+A two-way folder pair is the same at the scale of folders: a module of ``streamops/state/``
+imports one of ``streamops/procedures/`` and another the other way round, so neither folder
+stands below the other. A folder is a subpackage of ``streamops`` (``streamops.state``) or of
+``spark_jobs`` (``spark_jobs.runtime``), or the ``streamops_airflow`` package; a top-level
+module (``streamops.settings``, ``spark_jobs.main``) is a folder of its own.
 Imports inside functions count too (a lazy import hides a circle, it does not remove it), so
 the graph is built from every ``import`` statement in each file's syntax tree, not from what
 Python happens to execute; an import under ``if TYPE_CHECKING:`` counts too (a module that
@@ -10,7 +16,8 @@ component of more than one module is one circle; its edges are listed with the l
 makes them, to show what to move.
 
 Usage: ``python scripts/import_cycles.py [root ...]`` (default ``plugins spark_jobs``, relative
-to the repository). Exit status 1 when there is a circle, so it can guard a check.
+to the repository). Exit status 1 when there is a circle or a two-way pair, so it can guard a
+check (``scripts/test.sh`` runs it).
 """
 
 from __future__ import annotations
@@ -129,6 +136,32 @@ def components(graph: Graph) -> list[list[str]]:
     return sorted(found)
 
 
+def folder(module: str) -> str:
+    """The folder a module counts in: ``streamops.state.lease`` -> ``streamops.state``,
+    ``streamops.settings`` -> itself, ``streamops_airflow.hooks`` -> ``streamops_airflow``."""
+    parts = module.split(".")
+    if parts[0] in ("streamops", "spark_jobs"):
+        return ".".join(parts[:2])
+    return parts[0]
+
+
+def two_way_pairs(graph: Graph) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Pairs of folders (a, b), a < b, that each import the other; with the module edges
+    that make them (both directions)."""
+    edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = folder(module), folder(target)
+            # a package's own __init__ (``streamops``) is the parent of every folder: not a pair
+            if a != b and "." in a + b and not b.startswith(a + ".") and not a.startswith(b + "."):
+                edges.setdefault((a, b), []).append((module, target))
+    pairs = []
+    for (a, b), there in sorted(edges.items()):
+        if a < b and (b, a) in edges:
+            pairs.append((a, b, sorted(there) + sorted(edges[(b, a)])))
+    return pairs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("roots", nargs="*", default=["plugins", "spark_jobs"])
@@ -146,7 +179,16 @@ def main(argv: list[str] | None = None) -> int:
                     kind = ", type only" if line in type_only[module] else ""
                     print(f"  {module} -> {target}  ({where}:{line}{kind})")
     print(f"{len(circles)} import circle(s) among {len(files)} modules")
-    return 1 if circles else 0
+    pairs = two_way_pairs(graph)
+    for a, b, edges in pairs:
+        print(f"two-way folders: {a} <-> {b}")
+        for module, target in edges:
+            where = files[module].relative_to(REPO)
+            line = graph[module][target]
+            kind = ", type only" if line in type_only[module] else ""
+            print(f"  {module} -> {target}  ({where}:{line}{kind})")
+    print(f"{len(pairs)} two-way folder pair(s)")
+    return 1 if circles or pairs else 0
 
 
 if __name__ == "__main__":

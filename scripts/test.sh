@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# README command 2: set up, lint, then run the whole test suite (unit + integration on a
-# real local Spark cluster, SQLite and PostgreSQL). Extra arguments go to pytest.
+# README command 2: set up, lint, check that no import runs back up (no module circle, no two
+# folders importing each other), then run the whole test suite (unit + integration on a real
+# local Spark cluster, SQLite and PostgreSQL). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 .venv/bin/ruff check .
+.venv/bin/python scripts/import_cycles.py
 exec .venv/bin/pytest "$@"

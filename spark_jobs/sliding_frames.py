@@ -16,8 +16,8 @@ A replayed batch writes the same frames and windows again (idempotent), and the 
 closed before a savepoint are still in the store after a restore or a restart, so the windows
 spanning it are complete. Late trades: a trade whose frame has closed (frame end at or before
 the watermark) is dropped from every window and counted in ``late_rows``; Spark's sliding
-window would still have added it to the windows open (:func:`streamops.sim.oracle.
-trade_windows` with ``by_frames`` says the same).
+window would still have added it to the windows open (the tests' oracle,
+``trade_windows`` of ``tests/support/oracle.py`` with ``by_frames``, says the same).
 """
 
 from __future__ import annotations

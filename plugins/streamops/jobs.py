@@ -18,7 +18,6 @@ from typing import Any
 from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
 from streamops.cluster.worker_names import WorkerNames, worker_names
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
-from streamops.health.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
 from streamops.job_drivers import drivers_of, read_records, warm_standbys
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.names import check_name
@@ -27,6 +26,7 @@ from streamops.spec import JobSpec, spec_from_dict
 from streamops.state import lease
 from streamops.state.layout import append_jsonl, read_json
 from streamops.state.lease import read_lease
+from streamops.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
 
 log = logging.getLogger("streamops.jobs")
 
@@ -189,7 +189,7 @@ class JobRegistry:
     def observe(self, name: str, since_driver: str | None = None) -> Observation:
         """One poll of a health wait: the job's view and, when the view shows another driver
         than ``since_driver``, whether ``since_driver`` is still live and when it was
-        submitted (what :func:`~streamops.health.verdict.health_verdict` needs to tell the old
+        submitted (what :func:`~streamops.verdict.health_verdict` needs to tell the old
         version handing over from a failed start). Asks the master a second time only then."""
         view = self.view(name)
         if not since_driver or view.driver_id in (None, since_driver):
@@ -216,7 +216,7 @@ class JobRegistry:
         self, name: str, *, timeout: float, since_driver: str | None = None
     ) -> JobView:
         """Block until ``name`` is healthy (on ``since_driver`` if given) or fail clearly;
-        :func:`~streamops.health.verdict.health_verdict` judges, as for the Airflow waits."""
+        :func:`~streamops.verdict.health_verdict` judges, as for the Airflow waits."""
         deadline = time.monotonic() + timeout
         next_log = 0.0
         while True:

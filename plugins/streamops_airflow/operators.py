@@ -24,16 +24,12 @@ from airflow.sdk import Context
 
 from streamops.cluster import rpc_auth
 from streamops.cluster.spark_home import check_spark_install
+from streamops.cluster.submission import Submission, build_submission, record_submission
 from streamops.exceptions import JobError, StreamopsError
-from streamops.procedures.submit import (
-    Submission,
-    build_submission,
-    ensure_not_running,
-    record_submission,
-)
+from streamops.procedures.intents import already_started, record_intent
+from streamops.procedures.submit import ensure_not_running
 from streamops.settings import Settings
 from streamops.spec import load_spec
-from streamops.state.intents import already_started, record_intent
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
 from streamops_airflow.triggers import defer_until_healthy, health_outcome

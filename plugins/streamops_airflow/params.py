@@ -17,7 +17,7 @@ from streamops.jobs import JobRegistry
 from streamops.names import check_name
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
-from streamops.state import savepoints
+from streamops.state.savepoints import catalogue
 from streamops_airflow.exceptions import ParamError
 
 
@@ -51,7 +51,7 @@ def existing_savepoint(
 ) -> str:
     value = safe_name(params, name)
     try:
-        savepoints.get_savepoint(settings.layout, value, job=job)
+        catalogue.get_savepoint(settings.layout, value, job=job)
     except StreamopsError as exc:
         raise ParamError(name, str(exc)) from exc
     return value
@@ -82,7 +82,7 @@ def positive_int(params: Mapping[str, Any], name: str, minimum: int = 1) -> int:
 
 def known_release(params: Mapping[str, Any], name: str, settings: Settings) -> str:
     """A classpath jar release that exists under ``<config>/jars/releases``."""
-    from streamops.state.releases import ReleaseStore
+    from streamops.cluster.releases import ReleaseStore
 
     release = safe_name(params, name)
     try:

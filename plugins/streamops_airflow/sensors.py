@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
-from streamops.health.verdict import Outcome, health_verdict
+from streamops.verdict import Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
 from streamops_airflow.triggers import defer_until_healthy, health_outcome

@@ -1,7 +1,7 @@
 """Triggers: waits that run in the triggerer instead of holding a worker slot.
 
 :class:`JobHealthyTrigger` observes the job as ``JobRegistry.wait_healthy`` does
-(``JobRegistry.observe``) and asks the same judge (``streamops.health.verdict.health_verdict``)
+(``JobRegistry.observe``) and asks the same judge (``streamops.verdict.health_verdict``)
 until the job is healthy, its start failed, or time runs out, and fires one event that says
 which. The registry reads small files and the master's JSON; each poll runs in a thread so
 the triggerer's event loop never blocks.
@@ -19,10 +19,10 @@ from airflow.sdk import BaseOperator
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from streamops.exceptions import StreamopsError
-from streamops.health.verdict import Observation, Outcome, health_verdict, timed_out
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
+from streamops.verdict import Observation, Outcome, health_verdict, timed_out
 from streamops_airflow.exceptions import ProcedureFailed
 
 

@@ -17,9 +17,11 @@ from typing import Any, Literal
 
 from spark_jobs.runtime.protocols import RunningJob
 from spark_jobs.runtime.savepointing import drain, stage_entry
-from streamops.state import control, savepoints
+from streamops.state import control
 from streamops.state.checkpoint_cut import last_batch
 from streamops.state.layout import read_json
+from streamops.state.savepoints.create import create_savepoint
+from streamops.state.savepoints.manifest import Manifest
 
 log = logging.getLogger("spark_jobs.control")
 DRAIN_TIMEOUT = 120.0
@@ -125,7 +127,7 @@ class ControlLoop:
     def _savepoint(
         self, request: control.ControlRequest, checkpoints: dict[str, Path],
         batches: dict[str, int | None],
-    ) -> savepoints.Manifest:  # fmt: skip
+    ) -> Manifest:  # fmt: skip
         ctx = self.ctx
         stages = {s.name: s for s in ctx.stages}
         entries = {
@@ -138,7 +140,7 @@ class ControlLoop:
             )  # fmt: skip
             for name in checkpoints
         }
-        manifest = savepoints.create_savepoint(
+        manifest = create_savepoint(
             ctx.layout, str(request.name), job=ctx.job, version=ctx.spec.version,
             stage_dirs=checkpoints, stage_entries=entries,
             created_by=ctx.board.snapshot().get("driver_id"), cancel=request.cancel,

@@ -41,6 +41,7 @@ from spark_jobs.runtime.hot_roles import Dismissed
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.warmup import warm_executors
 from streamops.cluster.client import MasterClient
+from streamops.cluster.submission import submit_hot_standby
 from streamops.exceptions import StreamopsError
 from streamops.settings import Settings
 from streamops.spec import JobSpec
@@ -101,8 +102,6 @@ def stays(
     :data:`~spark_jobs.runtime.placement.MAX_MOVES` moves a standby stays where it is."""
     if settings is None:  # submitted without them: it cannot submit, it stays
         return True
-    from streamops.procedures.submit import submit_hot_standby  # only a moving driver needs it
-
     client = MasterClient(settings)
     try:
         where = placement.locate(client, layout, spec.name)

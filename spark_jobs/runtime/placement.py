@@ -8,7 +8,7 @@ and a Spark application cannot tell it where. So the standby places itself:
 - its driver, before its session: found on the running driver's worker (the master's
   ``/json/``), or started without a spare executor (a relaunched driver that found the job
   taken over stands by with the running driver's submission), it submits a fresh standby
-  (:func:`streamops.procedures.submit.submit_hot_standby`) and exits 0; after
+  (:func:`streamops.cluster.submission.submit_hot_standby`) and exits 0; after
   :data:`MAX_MOVES` moves, or when no other worker has room for a driver, it stays and says
   so (``spark_jobs.runtime.hot_standby.move_reason``);
 - its executors: a standby is submitted with one executor more than the job runs on, so that

@@ -18,8 +18,8 @@ from support.fleet import FleetRun
 from support.gaps import processing_gap, settle_and_check
 from support.integration import ClusterHandle, wait_until
 
+from streamops.cluster.releases import ReleaseStore
 from streamops.procedures import scale
-from streamops.state.releases import ReleaseStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("airflow_db"),
               pytest.mark.timeout(2400)]  # slow on 2 cores

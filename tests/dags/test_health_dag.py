@@ -14,6 +14,7 @@ from support.dag_runs import load_dag
 from support.fleet import FleetRun
 from support.integration import ClusterHandle, wait_until
 
+from streamops import processes
 from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient
 from streamops.health import checks as health
@@ -48,8 +49,8 @@ def kill_worker_without_driver(cluster: ClusterHandle, driver_id: str) -> str:
     )
     record = daemons.read_pid_file(cluster.settings.layout, victim)
     assert record is not None
-    daemons.kill_group(record.pgid)
-    daemons.sweep(cluster.settings.layout.root, victim)
+    processes.kill_group(record.pgid)
+    processes.sweep(cluster.settings.layout.root, victim)
     wait_until(
         lambda: (
             not any(

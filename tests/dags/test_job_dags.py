@@ -24,7 +24,7 @@ from support.integration import ClusterHandle
 
 from streamops.jobs import read_submissions
 from streamops.procedures.restore import earliest_positions
-from streamops.state import savepoints
+from streamops.state.savepoints import catalogue
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("airflow_db", "streamops_env")]
 JOB = "fleet-dags-it"
@@ -102,7 +102,7 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         assert run.state == "success", task_states(run)
         assert task_states(run)["abort_standby"] == "skipped"
         assert registry.view(JOB).version == "2"
-        positions = earliest_positions(savepoints.get_savepoint(settings.layout, "dags-v1-to-v2"))
+        positions = earliest_positions(catalogue.get_savepoint(settings.layout, "dags-v1-to-v2"))
 
         crash = fleet.spec_file("fleet-pings-v2.yaml", version="3",
                                 entrypoint="drill_jobs.crash_on_start")

@@ -28,10 +28,10 @@ from e2e.chromium import Chromium, chromium_path
 from support.fleet import FleetRun
 from support.integration import ClusterHandle
 
-from streamops.cluster import daemons
+from streamops import processes
+from streamops.services import running_service
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.stack.airflow_stack import COMPONENTS, AirflowOptions, AirflowStack, service_name
-from streamops.stack.services import running_service
 
 pytestmark = pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium")
 
@@ -45,7 +45,7 @@ def airflow(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[AirflowSta
         master_webui_port=free_port(), rest_port=free_port(),
     )  # fmt: skip
     stack = AirflowStack(settings, AirflowOptions(port=free_port(), start_timeout=600))
-    records: list[daemons.PidRecord] = []
+    records: list[processes.PidRecord] = []
     try:
         started = time.monotonic()
         stack.start()
@@ -55,7 +55,7 @@ def airflow(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[AirflowSta
     finally:
         records += [r for c in COMPONENTS if (r := running_service(settings, service_name(c)))]
         stack.stop()
-        left = [p for r in records for p in daemons.group_members(r.pgid)]
+        left = [p for r in records for p in processes.group_members(r.pgid)]
         assert not left, f"Airflow processes left behind: {left}"
         assert stack.database.postgres.pid() is None, "the embedded PostgreSQL still runs"
 

@@ -17,8 +17,8 @@ from support.integration import ClusterHandle, wait_until
 
 from spark_jobs.sinks import store
 from streamops.agent.registry import Agents
+from streamops.cluster.releases import ReleaseStore
 from streamops.procedures import cluster_restart, scale
-from streamops.state.releases import ReleaseStore
 
 # The same procedures run end to end through the DAGs in tests/dags/test_cluster_dags.py (in
 # CI); this CLI-level drill repeats them and is kept out of the default run: -m slow.

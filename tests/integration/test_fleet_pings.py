@@ -13,21 +13,22 @@ from pathlib import Path
 
 import pytest
 from support.integration import ClusterHandle, source_positions, wait_until
-
-from spark_jobs.sinks import store
-from streamops.cluster.client import MasterClient
-from streamops.cluster.spark_home import check_spark_install
-from streamops.exceptions import JobAlreadyRunning
-from streamops.procedures.submit import build_submission, submit_job
-from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
-from streamops.sim.journal import valid_pings
-from streamops.sim.oracle import (
+from support.oracle import (
     compare_quarantine,
     compare_vehicles,
     compare_windows,
     latest_per_vin,
     tumbling_windows,
 )
+
+from spark_jobs.sinks import store
+from streamops.cluster.client import MasterClient
+from streamops.cluster.spark_home import check_spark_install
+from streamops.cluster.submission import build_submission
+from streamops.exceptions import JobAlreadyRunning
+from streamops.procedures.submit import submit_job
+from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
+from streamops.sim.journal import valid_pings
 from streamops.spec import JobSpec, load_spec
 from streamops.state import lease
 

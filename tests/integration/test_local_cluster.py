@@ -18,16 +18,16 @@ from typing import TypeVar
 
 import pytest
 
+from streamops import processes
 from streamops.cluster import (
     ClusterProfile,
-    LocalCluster,
     MasterClient,
     SubmissionStatus,
     check_spark_install,
-    daemons,
     submission_request,
 )
 from streamops.settings import Settings
+from streamops.stack.local_cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -103,7 +103,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     finally:
         local.stop()
         assert java_processes_under(root) == []
-        assert daemons.processes_with_marker(settings.layout.root) == []
+        assert processes.processes_with_marker(settings.layout.root) == []
 
 
 def test_start_gives_two_alive_workers(cluster: LocalCluster) -> None:
@@ -194,7 +194,7 @@ def test_add_then_remove_worker_gracefully(cluster: LocalCluster) -> None:
     status = cluster.status()
     assert [w.name for w in status.alive_workers] == ["worker-1", "worker-2"]
     assert "worker-3" not in cluster.daemons()
-    assert removed.pid is not None and not daemons.pid_alive(removed.pid)
+    assert removed.pid is not None and not processes.pid_alive(removed.pid)
     entry = next(w for w in MasterClient(cluster.settings).workers() if w.id == removed.id)
     assert entry.state in ("DECOMMISSIONED", "DEAD")
     log = (cluster.layout.logs_dir / "worker-3.log").read_text()
@@ -207,6 +207,6 @@ def test_stop_leaves_no_process(cluster: LocalCluster) -> None:
     assert stopped == ["worker-1", "worker-2", "master"]
     assert not cluster.status().master_alive
     assert cluster.daemons() == {}
-    assert not any(daemons.pid_alive(pid) for pid in pids)
+    assert not any(processes.pid_alive(pid) for pid in pids)
     assert java_processes_under(cluster.layout.root) == []
     assert cluster.stop() == []  # idempotent

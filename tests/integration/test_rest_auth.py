@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from streamops.cluster import ClusterProfile, LocalCluster, MasterClient, rest_auth, rpc_auth
+from streamops.cluster import ClusterProfile, MasterClient, rest_auth, rpc_auth
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import ClusterError
 from streamops.settings import Settings
+from streamops.stack.local_cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 

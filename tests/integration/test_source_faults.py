@@ -35,6 +35,13 @@ from sqlalchemy.engine import make_url
 from support.beta_process import BetaProcess
 from support.faults import kill_node_of, next_batches
 from support.integration import ClusterHandle, describe_job, wait_until
+from support.oracle import (
+    compare_quarantine,
+    compare_vehicles,
+    compare_windows,
+    latest_per_vin,
+    tumbling_windows,
+)
 from support.postgres import throwaway_database
 from support.tcp_proxy import TcpProxy
 
@@ -45,13 +52,6 @@ from streamops.health.checks import Level, Thresholds, run_checks
 from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
-from streamops.sim.oracle import (
-    compare_quarantine,
-    compare_vehicles,
-    compare_windows,
-    latest_per_vin,
-    tumbling_windows,
-)
 from streamops.spec import load_spec
 from streamops.state.checkpoint_cut import last_batch
 from streamops.state.lease import read_lease

@@ -19,21 +19,21 @@ from typing import Any
 
 import pytest
 from support.integration import ClusterHandle, describe_job, wait_until
+from support.oracle import compare_series, trade_windows
 
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
+from streamops.cluster.releases import ReleaseStore
 from streamops.procedures import cluster_restart
 from streamops.procedures.restore import earliest_positions
 from streamops.procedures.submit import submit_job
 from streamops.procedures.upgrade import plan_upgrade, upgrade
 from streamops.sim.journal import read_journal, valid_trades
-from streamops.sim.oracle import compare_series, trade_windows
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
-from streamops.state import savepoints
 from streamops.state.checkpoint_cut import last_batch
-from streamops.state.releases import ReleaseStore
+from streamops.state.savepoints import catalogue
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 JOB = "trade-analyser-it"
@@ -79,7 +79,7 @@ def test_v1_upgraded_to_v2_then_the_cluster_restarted(
         assert plan.allowed, plan.render()
         outcome = upgrade(settings, JOB, v2, health_timeout=300, warm=True)
         assert registry.view(JOB).version == "2"
-        manifest = savepoints.get_savepoint(settings.layout, outcome.savepoint)
+        manifest = catalogue.get_savepoint(settings.layout, outcome.savepoint)
         assert set(manifest.stages) == {"avg-1s"}
         position = int(earliest_positions(manifest)[ta.SOURCE_ID]["sequence"])
 

@@ -20,8 +20,8 @@ from streamops.cluster.class_archives import ClassArchives
 from streamops.procedures.restore import earliest_positions
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.upgrade import UpgradeRefused, plan_upgrade, upgrade
-from streamops.state import savepoints
 from streamops.state.checkpoint_cut import last_batch
+from streamops.state.savepoints import catalogue
 
 pytestmark = pytest.mark.integration
 JOB = "fleet-upgrade-it"
@@ -37,13 +37,13 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
         # a savepoint without cancel: the job continues
         result = savepoint_job(settings, JOB, "it-live", cancel=False)
         assert result.ok and registry.view(JOB).is_live
-        manifest = savepoints.get_savepoint(settings.layout, "it-live")
+        manifest = catalogue.get_savepoint(settings.layout, "it-live")
         assert set(manifest.stages) == {"vehicles", "vehicle-stats-1m"}
         assert manifest.stages["vehicle-stats-1m"].stateful
         for name, stage in manifest.stages.items():  # the copy ends at its committed batch
             copy = settings.layout.savepoint("it-live") / "stages" / name
             assert last_batch(copy / "offsets") == last_batch(copy / "commits") == stage.batch_id
-        assert "it-live" in [s.name for s in savepoints.list_savepoints(settings.layout, JOB)]
+        assert "it-live" in [s.name for s in catalogue.list_savepoints(settings.layout, JOB)]
         wait_until(lambda: registry.view(JOB).healthy, 60, "v1 healthy after the savepoint")
 
         # incompatible versions are refused before anything stops
@@ -69,7 +69,7 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
         executors = pids_with_args("CoarseGrainedExecutorBackend", str(view.status["app_id"]))
         assert driver and all(maps_file(pid, archives.path("driver")) for pid in driver)
         assert executors and all(maps_file(p, archives.path("executor")) for p in executors)
-        positions = earliest_positions(savepoints.get_savepoint(settings.layout, outcome.savepoint))
+        positions = earliest_positions(catalogue.get_savepoint(settings.layout, outcome.savepoint))
 
         run.end_data()
         run.finish_and_check(avg_speed_from=positions)

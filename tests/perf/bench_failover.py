@@ -50,18 +50,19 @@ from pathlib import Path
 from bench_upgrade import wait_caught_up
 from harness import bench_cluster, discard, fleet_spec, free_port
 from support.beta_process import BetaProcess
+from support.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
 
 from spark_jobs.sinks import store
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
-from streamops.cluster.local import LocalCluster
+from streamops.cluster.submission import submit_hot_standby
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_hot_standby, submit_job
+from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
-from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
 from streamops.stack.class_training import train_class_archives
+from streamops.stack.local_cluster import LocalCluster
 from streamops.state.layout import read_json
 
 JOB = "fleet-bench-failover"

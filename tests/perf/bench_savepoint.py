@@ -24,7 +24,7 @@ from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
-from streamops.state import savepoints
+from streamops.state.savepoints import catalogue
 
 
 def bench_one(settings: Settings, keys: int, repeat: int, trickle: int) -> str:
@@ -51,7 +51,7 @@ def bench_one(settings: Settings, keys: int, repeat: int, trickle: int) -> str:
     t0 = time.monotonic()
     result = savepoint_job(settings, job, f"{job}-cancel", cancel=True)
     cancel_wall = time.monotonic() - t0
-    manifest = savepoints.get_savepoint(settings.layout, f"{job}-cancel")
+    manifest = catalogue.get_savepoint(settings.layout, f"{job}-cancel")
     return (
         f"{keys:>9} keys  live: request p50 {statistics.median(walls):5.2f} s, driver "
         f"{statistics.median(drivers):5.2f} s (n={repeat})  with cancel: {cancel_wall:5.2f} s "

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from harness import bench_cluster, discard, fleet_spec
+from support.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
 
 from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
@@ -29,7 +30,6 @@ from streamops.procedures.upgrade import upgrade
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
-from streamops.sim.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
 from streamops.stack.class_training import train_class_archives
 
 

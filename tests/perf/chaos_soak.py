@@ -26,11 +26,11 @@ from support.chaos.campaign import StepReport, replay_hint, run_campaign
 from support.chaos.world import ChaosWorld
 from support.integration import ClusterHandle
 
-from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.stack.class_training import train_class_archives
+from streamops.stack.local_cluster import LocalCluster
 
 
 def _exit(signum: int, frame: object) -> None:

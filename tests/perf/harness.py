@@ -25,10 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
+from streamops.stack.local_cluster import LocalCluster
 
 JOBS_DIR = Path(__file__).resolve().parent / "jobs"
 if str(JOBS_DIR.parents[1]) not in sys.path:  # the tests' ``support`` package (simulator processes)

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from support.integration import ClusterHandle
 
-from streamops.cluster.daemons import processes_with_marker
-from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import StreamopsError
+from streamops.processes import processes_with_marker
 from streamops.settings import Settings
 from streamops.stack.class_training import train_class_archives
+from streamops.stack.local_cluster import LocalCluster
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from streamops.health.report import CheckResult, HealthReport, Level, record
 from streamops.settings import Settings
 from streamops.state import lease
 from streamops.state.layout import append_jsonl, write_json_atomic
-from streamops.state.savepoints import Manifest, StageEntry
+from streamops.state.savepoints.manifest import Manifest, StageEntry
 
 JOB = "fleet-pings"
 DRIVER = "driver-20261125120000-0001"

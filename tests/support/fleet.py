@@ -17,14 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from support.integration import ClusterHandle, describe_job, wait_until
-
-from spark_jobs.runtime.savepointing import committed_offsets
-from spark_jobs.sinks import store
-from streamops.procedures.submit import submit_job
-from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
-from streamops.sim.fleet import Ping
-from streamops.sim.journal import JournalRecord, valid_pings
-from streamops.sim.oracle import (
+from support.oracle import (
     Comparison,
     compare_vehicles,
     compare_windows,
@@ -32,6 +25,13 @@ from streamops.sim.oracle import (
     sliding_windows,
     tumbling_windows,
 )
+
+from spark_jobs.runtime.savepointing import committed_offsets
+from spark_jobs.sinks import store
+from streamops.procedures.submit import submit_job
+from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
+from streamops.sim.fleet import Ping
+from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
 from streamops.state.checkpoint_cut import last_batch
 

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamops.cluster.local import LocalCluster
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
+from streamops.stack.local_cluster import LocalCluster
 
 
 @dataclass(frozen=True)

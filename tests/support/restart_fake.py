@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from streamops.exceptions import JobError, SavepointNotFound
-from streamops.procedures import restore, savepoint_restart, savepoint_taking
+from streamops.procedures import intents, restore, savepoint_restart, savepoint_taking
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
-from streamops.state import control, intents
+from streamops.state import control
 from streamops.state.layout import append_jsonl
 
 JOB = "fleet-pings"
@@ -116,7 +116,7 @@ def install(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> FakeCluster:
         return SimpleNamespace(stages={"vehicles": 1})
 
     monkeypatch.setattr(savepoint_restart, "get_savepoint", get_savepoint)
-    monkeypatch.setattr(savepoint_taking.savepoints, "get_savepoint", get_savepoint)
+    monkeypatch.setattr(savepoint_taking.catalogue, "get_savepoint", get_savepoint)
     monkeypatch.setattr(restore, "start_from_savepoint", cluster.start)
 
     def wait_driver_ended(settings: Settings, job: str, driver: str | None,

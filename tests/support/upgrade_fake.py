@@ -19,12 +19,12 @@ import pytest
 
 from streamops.exceptions import JobError, SavepointNotFound
 from streamops.planner import StageAction
-from streamops.procedures import savepoint_taking, upgrade_steps
+from streamops.procedures import intents, savepoint_taking, upgrade_steps
 from streamops.procedures import standby as standbys
 from streamops.procedures.standby import Standby
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
-from streamops.state import control, intents
+from streamops.state import control
 from streamops.state.layout import append_jsonl
 
 JOB = "fleet-pings"
@@ -137,7 +137,7 @@ def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
     monkeypatch.setattr(savepoint_taking, "request_savepoint", request_savepoint)
     monkeypatch.setattr(upgrade_steps, "plan_upgrade", plan_upgrade)
     monkeypatch.setattr(upgrade_steps, "get_savepoint", get_savepoint)
-    monkeypatch.setattr(savepoint_taking.savepoints, "get_savepoint", get_savepoint)
+    monkeypatch.setattr(savepoint_taking.catalogue, "get_savepoint", get_savepoint)
     monkeypatch.setattr(upgrade_steps, "start_from_savepoint", start_from_savepoint)
     monkeypatch.setattr(upgrade_steps, "restore_version", restore_version)
     monkeypatch.setattr(savepoint_taking, "wait_driver_ended",

@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+from streamops import processes
 from streamops.agent import registry
 from streamops.agent.client import AgentClient
 from streamops.agent.registry import AgentRecord
-from streamops.cluster import daemons
 from streamops.cluster.status import tail
 from streamops.exceptions import AgentError, ProcessError
 from streamops.settings import Settings
@@ -26,13 +26,13 @@ from streamops.settings import Settings
 log = logging.getLogger("streamops.agent")
 
 
-def agent_spec(settings: Settings, node: str, host: str) -> daemons.DaemonSpec:
+def agent_spec(settings: Settings, node: str, host: str) -> processes.DaemonSpec:
     argv = (sys.executable, "-m", "streamops", "--state-root", str(settings.state_root),
             "agent", "--node", node, "--host", host, "--port", "0",
             "--profile", str(settings.layout.agent_profile_file))
     env = {**settings.to_env(), "PYTHONUNBUFFERED": "1",
-           daemons.CLUSTER_MARKER: str(settings.layout.root)}
-    return daemons.DaemonSpec(name=f"agent-{node}", kind="service", argv=argv, env=env,
+           processes.CLUSTER_MARKER: str(settings.layout.root)}
+    return processes.DaemonSpec(name=f"agent-{node}", kind="service", argv=argv, env=env,
                               log=settings.layout.logs_dir / f"agent-{node}.log", ports={})
 
 
@@ -55,17 +55,17 @@ def start_agent(settings: Settings, node: str, host: str = "127.0.0.1",
     if running is not None:
         return running
     registry.load_token(settings.layout.agent_token_file)  # created once, before any agent
-    started = daemons.launch(agent_spec(settings, node, host))
+    started = processes.launch(agent_spec(settings, node, host))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         record = registry.records(settings.layout).get(node)
         if record is not None and record.pid == started.pid:
             log.info("started the agent of %s (pid %s) at %s", node, started.pid, record.url)
             return record
-        if not daemons.pid_alive(started.pid):
+        if not processes.pid_alive(started.pid):
             break
         time.sleep(0.2)
-    daemons.stop_daemons([started], timeout=2)
+    processes.stop_daemons([started], timeout=2)
     raise ProcessError(f"the agent of {node} did not register within {timeout:.0f}s; last "
                        f"lines of {started.log}:\n"
                        f"{tail(Path(started.log), 20, started.log_offset)}")
@@ -76,13 +76,13 @@ def stop_agent(settings: Settings, record: AgentRecord, timeout: float = 10.0) -
     if record.process_alive():
         os.kill(record.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while daemons.pid_alive(record.pid) and time.monotonic() < deadline:
-            daemons.reap(record.pid)
+        while processes.pid_alive(record.pid) and time.monotonic() < deadline:
+            processes.reap(record.pid)
             time.sleep(0.1)
-        if daemons.pid_alive(record.pid):
+        if processes.pid_alive(record.pid):
             log.warning("agent of %s (pid %s) ignored SIGTERM; killing it", record.node,
                         record.pid)
             os.kill(record.pid, signal.SIGKILL)
-        daemons.reap(record.pid)
+        processes.reap(record.pid)
         log.info("stopped the agent of %s (pid %s)", record.node, record.pid)
     registry.unregister(settings.layout, record.node, record.pid)

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from streamops.agent.client import AgentClient
-from streamops.cluster.daemons import MASTER_NAME, cmdline_matches, read_cmdline
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.status import worker_sort_key
 from streamops.exceptions import AgentError
+from streamops.processes import cmdline_matches, read_cmdline
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
 

@@ -33,12 +33,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from streamops.agent import registry
-from streamops.cluster.daemons import MASTER_NAME, read_cmdline
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.node import NodeDaemons
+from streamops.cluster.releases import ReleaseStore
 from streamops.cluster.status import match_worker
 from streamops.exceptions import ClusterNotRunning, StreamopsError, UnknownRelease
+from streamops.processes import read_cmdline
 from streamops.settings import Settings
-from streamops.state.releases import ReleaseStore
 
 log = logging.getLogger("streamops.agent")
 

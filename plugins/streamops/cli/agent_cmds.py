@@ -54,7 +54,7 @@ def releases_table(root: str, known: list[str], active: str | None) -> Listing:
 
 
 def run_release_list(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.state.releases import ReleaseStore
+    from streamops.cluster.releases import ReleaseStore
 
     store = ReleaseStore(settings)
     releases_table(str(store.root), store.known(), store.active()).print()

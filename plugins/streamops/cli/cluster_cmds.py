@@ -16,18 +16,18 @@ from streamops.cli.tables import Listing
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from streamops.cluster.local import LocalCluster
     from streamops.cluster.profile import ClusterProfile
     from streamops.cluster.status import ClusterStatus, WorkerStatus
     from streamops.settings import Settings
+    from streamops.stack.local_cluster import LocalCluster
 
 WORKER_COLUMNS = ("worker", "address", "state", "cores", "memory MiB", "pid", "master id")
 
 
 def local_cluster(settings: Settings, profile: ClusterProfile | None = None) -> LocalCluster:
     """The local cluster of ``settings``, shaped by ``<config_dir>/cluster/local.yaml``."""
-    from streamops.cluster.local import LocalCluster
     from streamops.cluster.profile import ClusterProfile
+    from streamops.stack.local_cluster import LocalCluster
 
     if profile is None:
         profile = ClusterProfile.for_config_dir(settings.config_dir)

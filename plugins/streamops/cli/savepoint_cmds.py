@@ -18,7 +18,7 @@ from streamops.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
-    from streamops.state.savepoints import SavepointInfo
+    from streamops.state.savepoints.manifest import SavepointInfo
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
@@ -81,7 +81,7 @@ def savepoints_table(infos: list[SavepointInfo]) -> Listing:
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.state.savepoints import list_savepoints
+    from streamops.state.savepoints.catalogue import list_savepoints
 
     infos = list_savepoints(settings.layout, args.job)
     if args.json:
@@ -96,7 +96,7 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.state.savepoints import delete_savepoint, protected_savepoints
+    from streamops.state.savepoints.catalogue import delete_savepoint, protected_savepoints
 
     layout = settings.layout
     delete_savepoint(layout, args.name, protected=protected_savepoints(layout))
@@ -105,7 +105,11 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_retain(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.state.savepoints import RetentionPolicy, apply_retention, protected_savepoints
+    from streamops.state.savepoints.catalogue import (
+        RetentionPolicy,
+        apply_retention,
+        protected_savepoints,
+    )
 
     if args.keep_last is None and args.max_age is None:
         raise ConfigError("retain: give --keep-last N and/or --max-age AGE (e.g. 7d)")

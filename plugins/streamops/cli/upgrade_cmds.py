@@ -62,7 +62,7 @@ def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.planner import describe_spec_stages
+    from streamops.describe_stages import describe_spec_stages
     from streamops.procedures.restore import start_from_savepoint
     from streamops.spec import load_spec
 

@@ -5,7 +5,7 @@ confirms. Every verb is about one node (``master`` or a worker name) and safe to
 starting a running daemon reports it, stopping a stopped one does nothing. A verb holds a
 file lock of its node under ``<state>/cluster/pids`` so two callers cannot start the same
 daemon twice. Nothing here knows about agents; :mod:`streamops.agent` serves these verbs
-over HTTP and :class:`~streamops.cluster.local.LocalCluster` drives the agents.
+over HTTP and :class:`~streamops.stack.local_cluster.LocalCluster` drives the agents.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
+from streamops import processes
 from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient, WorkerInfo
-from streamops.cluster.daemons import MASTER_NAME, PidRecord
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall, check_spark_install
 from streamops.cluster.status import (
@@ -33,6 +34,7 @@ from streamops.cluster.status import (
 )
 from streamops.exceptions import ClusterNotRunning, ProcessError
 from streamops.names import check_name
+from streamops.processes import PidRecord
 from streamops.settings import Settings
 from streamops.state.locks import file_lock
 
@@ -97,13 +99,13 @@ class NodeDaemons:
         live: dict[str, PidRecord] = {}
         for name in daemons.pid_file_names(self.layout):
             record = daemons.read_pid_file(self.layout, name)
-            if record is not None and daemons.is_running(record):
+            if record is not None and processes.is_running(record):
                 live[name] = record
                 continue
             if record is not None:
                 log.info("%s (pid %s) is no longer running; removing its pid file", name,
                          record.pid)
-                daemons.stop_daemons([record], timeout=0)
+                processes.stop_daemons([record], timeout=0)
             daemons.remove_pid_file(self.layout, name)
         return live
 
@@ -174,7 +176,7 @@ class NodeDaemons:
             if record.kind == "worker":
                 self._stop_workers([record])
             else:
-                daemons.stop_daemons([record], self.profile.stop_timeout)
+                processes.stop_daemons([record], self.profile.stop_timeout)
                 self._sweep(name)
                 daemons.remove_pid_file(self.layout, name)
                 log.info("%s stopped", name)
@@ -189,7 +191,7 @@ class NodeDaemons:
             if record.kind == "worker":
                 self._stop_workers([record], kill=True)
             else:
-                daemons.kill_group(record.pgid)
+                processes.kill_group(record.pgid)
                 self._sweep(name)
                 daemons.remove_pid_file(self.layout, name)
                 log.info("%s killed", name)
@@ -231,7 +233,7 @@ class NodeDaemons:
         # spark-submit's RPC client carries its spark.* properties, the RPC secret among them
         self.layout.recovery_dir.mkdir(parents=True, exist_ok=True)
         self.layout.recovery_dir.chmod(0o700)
-        record = daemons.launch(spec)
+        record = processes.launch(spec)
         daemons.write_pid_file(self.layout, record)
         log.info("started master (pid %s) at %s, web UI %s, REST %s; log %s", record.pid,
                  s.master_url, s.webui_url, s.rest_url, record.log)
@@ -246,7 +248,7 @@ class NodeDaemons:
             )
         spec = daemons.worker_spec(self.settings, self.profile, install, name, webui_port)
         self.layout.worker_dir(name).mkdir(parents=True, exist_ok=True)
-        record = daemons.launch(spec)
+        record = processes.launch(spec)
         daemons.write_pid_file(self.layout, record)
         log.info("started %s (pid %s, %s cores, %s, web UI port %s); log %s", name, record.pid,
                  self.profile.worker_cores, self.profile.worker_memory, webui_port or "auto",
@@ -257,7 +259,7 @@ class NodeDaemons:
         log.info("waiting for the master to answer at %s/json/", self.settings.webui_url)
 
         def answered() -> str | None:
-            if not daemons.is_running(record):
+            if not processes.is_running(record):
                 raise ProcessError(f"the master exited during start; {_log_excerpt(record)}")
             try:
                 state = self.client.state()
@@ -283,7 +285,7 @@ class NodeDaemons:
 
         def registered() -> bool | None:
             for name, record in list(pending.items()):
-                if not daemons.is_running(record):
+                if not processes.is_running(record):
                     raise ProcessError(f"{name} exited during start; {_log_excerpt(record)}")
             entries = [WorkerInfo.from_json(w) for w in self.client.state().get("workers", [])]
             for name, record in list(pending.items()):
@@ -305,9 +307,9 @@ class NodeDaemons:
         if kill:
             for record in records:
                 log.info("killing %s (pid %s) and its process group", record.name, record.pid)
-                daemons.kill_group(record.pgid)
+                processes.kill_group(record.pgid)
         else:
-            daemons.stop_daemons(records, self.profile.stop_timeout)
+            processes.stop_daemons(records, self.profile.stop_timeout)
         for record in records:
             self._sweep(record.name)
             daemons.remove_pid_file(self.layout, record.name)
@@ -321,7 +323,7 @@ class NodeDaemons:
                 log.warning("%s; it will drop them after spark.worker.timeout", exc)
 
     def _sweep(self, name: str) -> None:
-        ended = daemons.sweep(self.layout.root, name)
+        ended = processes.sweep(self.layout.root, name)
         if ended:
             log.info("ended %s process(es) of %s outside its process group (Python workers): "
                      "%s", len(ended), name, ended)

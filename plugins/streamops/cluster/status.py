@@ -14,8 +14,9 @@ from typing import Any
 
 from streamops.cluster import daemons
 from streamops.cluster.client import AppInfo, DriverInfo, WorkerInfo
-from streamops.cluster.daemons import MASTER_NAME, PidRecord
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.worker_names import WorkerNames, match_worker, worker_names
+from streamops.processes import PidRecord
 from streamops.settings import Settings
 
 __all__ = ["ClusterStatus", "WorkerStatus", "build_status", "match_worker", "tail",

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from streamops.cluster.client import WorkerInfo
-from streamops.cluster.daemons import PidRecord
+from streamops.processes import PidRecord
 
 _WORKER_START = re.compile(r"Starting Spark worker (\S+):(\d+) with")
 LOG_TAIL = 8 * 1024 * 1024

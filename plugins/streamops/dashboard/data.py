@@ -23,7 +23,7 @@ from streamops.health.report import read_history
 from streamops.health.source_probes import Prober, stage_offsets
 from streamops.jobs import JobRegistry, JobView, spec_args
 from streamops.settings import Settings
-from streamops.state.savepoints import list_savepoints
+from streamops.state.savepoints.catalogue import list_savepoints
 
 PROBE_TIMEOUT_S = 1.0
 """How long a backlog probe of fleetsim-beta may take: a page refresh must not hang on it."""

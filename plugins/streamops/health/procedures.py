@@ -23,9 +23,9 @@ from streamops.exceptions import StreamopsError
 from streamops.health.report import CheckResult, Level, ProcedureSeen
 from streamops.jobs import read_submissions
 from streamops.procedures import cluster_restart, savepoint_restart, scale, upgrade_steps
+from streamops.procedures.intents import read_intent
 from streamops.settings import Settings
 from streamops.spec import load_spec
-from streamops.state.intents import read_intent
 
 log = logging.getLogger("streamops.health.procedures")
 

@@ -29,6 +29,7 @@ from streamops.agent.registry import Agents
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.node import wait_for
+from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed, StreamopsError
 from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import savepoint_restart as procedure
@@ -36,8 +37,7 @@ from streamops.procedures.restore import start_from_savepoint
 from streamops.procedures.scale import running_workers
 from streamops.settings import Settings
 from streamops.state.layout import read_json, write_json_atomic
-from streamops.state.releases import ReleaseStore
-from streamops.state.savepoints import get_savepoint
+from streamops.state.savepoints.catalogue import get_savepoint
 
 log = logging.getLogger("streamops.procedures.cluster_restart")
 

@@ -16,9 +16,9 @@ import os
 import sys
 from pathlib import Path
 
+from streamops.describe_stages import describe_spec_stages
 from streamops.exceptions import StreamopsError
 from streamops.jobs import JobRegistry
-from streamops.planner import describe_spec_stages
 from streamops.settings import Settings
 from streamops.spec import load_spec
 

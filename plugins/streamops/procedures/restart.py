@@ -22,10 +22,10 @@ from typing import Literal, get_args
 from streamops.exceptions import ConfigError, JobError
 from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import savepoint_restart
+from streamops.procedures.intents import already_started, record_intent
 from streamops.procedures.savepoint_restart import restart_savepoint_name
 from streamops.procedures.submit import clear_orphans, submit_job
 from streamops.settings import Settings
-from streamops.state.intents import already_started, record_intent
 
 log = logging.getLogger("streamops.procedures.restart")
 

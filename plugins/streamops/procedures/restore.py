@@ -21,13 +21,15 @@ from streamops.jobs import JobRegistry
 from streamops.procedures.savepoint_taking import wait_driver_ended
 from streamops.settings import Settings
 from streamops.spec import JobSpec
-from streamops.state import savepoints
 from streamops.state.checkpoint_cut import last_batch
+from streamops.state.savepoints import catalogue
+from streamops.state.savepoints.manifest import Manifest
+from streamops.state.savepoints.restore import restore_stage
 
 log = logging.getLogger("streamops.procedures.restore")
 
 
-def earliest_positions(manifest: savepoints.Manifest) -> dict[str, dict[str, Any]]:
+def earliest_positions(manifest: Manifest) -> dict[str, dict[str, Any]]:
     """Per source id, the earliest committed offset over every stage of the savepoint."""
     out: dict[str, dict[str, Any]] = {}
     for entry in manifest.stages.values():
@@ -67,7 +69,7 @@ class RestorePlan:
         return "\n".join(lines)
 
 
-def restore_plan(manifest: savepoints.Manifest, new_stages: Iterable[str]) -> RestorePlan:
+def restore_plan(manifest: Manifest, new_stages: Iterable[str]) -> RestorePlan:
     new = list(new_stages)
     return RestorePlan(
         savepoint=manifest.name,
@@ -83,7 +85,7 @@ def prepare_checkpoints(settings: Settings, job: str, plan: RestorePlan) -> None
     stage's checkpoint that holds no batch is kept: a warm standby's armed query made it."""
     layout = settings.layout
     for stage in plan.restored:
-        savepoints.restore_stage(layout, plan.savepoint, stage, layout.checkpoint(job, stage))
+        restore_stage(layout, plan.savepoint, stage, layout.checkpoint(job, stage))
     for stage in plan.new:
         clear_stale_checkpoint(settings, job, stage, keep_empty=True)
 
@@ -113,7 +115,7 @@ def start_from_savepoint(
     shutting down (it has given up the job's lease: the new driver takes it at once)."""
     from streamops.procedures.submit import submit_job
 
-    manifest = savepoints.get_savepoint(settings.layout, savepoint, job=spec.name)
+    manifest = catalogue.get_savepoint(settings.layout, savepoint, job=spec.name)
     plan = restore_plan(manifest, stages)
     log.info("%s", plan.render())
     prepare_checkpoints(settings, spec.name, plan)
@@ -139,6 +141,6 @@ def restore_version(
             wait_driver_ended(settings, job, driver)
     if registry.view(job).is_live:
         registry.cancel(job)
-    stages = list(savepoints.get_savepoint(settings.layout, savepoint).stages)
+    stages = list(catalogue.get_savepoint(settings.layout, savepoint).stages)
     log.warning("job %s: starting v%s again from savepoint %s", job, spec.version, savepoint)
     return start_from_savepoint(spec, settings, savepoint, stages, wait_healthy=wait_healthy)

@@ -14,7 +14,7 @@ cluster restart) resumes it::
     start_from_savepoint  the same spec is submitted from the savepoint
     verify                the new driver is healthy (the one verdict) → done
 
-The intent is ``jobs/<job>/restart.json`` (an intent record of :mod:`streamops.state.intents`:
+The intent is ``jobs/<job>/restart.json`` (an intent record of :mod:`streamops.procedures.intents`:
 ``phase`` and ``at`` on top), saved before each destructive step and after it, so a retried
 step resumes: the savepoint is requested once (no second cancel), the driver is submitted
 once (no second submit: ``already_started`` finds a submission a crash did not record).
@@ -31,12 +31,12 @@ from typing import Any
 from streamops.exceptions import JobError
 from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import restore, savepoint_taking
+from streamops.procedures.intents import already_started, read_intent, resume_step
 from streamops.procedures.savepoint_taking import SavepointCancel
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.state.intents import already_started, read_intent, resume_step
 from streamops.state.layout import write_json_atomic
-from streamops.state.savepoints import get_savepoint
+from streamops.state.savepoints.catalogue import get_savepoint
 
 log = logging.getLogger("streamops.procedures.restart")
 
@@ -210,7 +210,7 @@ def start_from_savepoint(settings: Settings, job: str, owner: str) -> SavepointR
 def verify(
     settings: Settings, job: str, owner: str, *, timeout: float = HEALTH_TIMEOUT
 ) -> SavepointRestart:
-    """Wait until the started driver is healthy (:func:`~streamops.health.verdict.health_verdict`
+    """Wait until the started driver is healthy (:func:`~streamops.verdict.health_verdict`
     judges) → done."""
     intent, todo = _todo(settings, job, owner, "verify")
     if todo:

@@ -32,8 +32,9 @@ from typing import Any
 from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound, SavepointNotFound
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
-from streamops.state import control, savepoints
+from streamops.state import control
 from streamops.state.layout import StateLayout
+from streamops.state.savepoints import catalogue
 
 log = logging.getLogger("streamops.procedures.savepoint_taking")
 
@@ -223,7 +224,7 @@ def request_savepoint(
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
     try:
-        savepoints.get_savepoint(settings.layout, name)
+        catalogue.get_savepoint(settings.layout, name)
     except SavepointNotFound:
         pass
     else:

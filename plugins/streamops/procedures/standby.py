@@ -18,15 +18,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from streamops.cluster.client import executor_room, free_cores
+from streamops.cluster.submission import submit_hot_standby
 from streamops.exceptions import JobError
 from streamops.job_view import ENDED_DRIVER_STATES
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.procedures.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
-from streamops.procedures.submit import submit_hot_standby, submit_job
+from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.state import savepoints
 from streamops.state.layout import read_json, write_json_atomic
+from streamops.state.savepoints import catalogue
 
 log = logging.getLogger("streamops.procedures.standby")
 
@@ -174,7 +175,7 @@ def release_standby(
     settings: Settings, standby: Standby, savepoint: str, stages: Iterable[str]
 ) -> None:
     """Restore the checkpoints from ``savepoint`` and let the standby driver start."""
-    manifest = savepoints.get_savepoint(settings.layout, savepoint, job=standby.job)
+    manifest = catalogue.get_savepoint(settings.layout, savepoint, job=standby.job)
     plan = restore_plan(manifest, stages)
     log.info("%s", plan.render())
     prepare_checkpoints(settings, standby.job, plan)

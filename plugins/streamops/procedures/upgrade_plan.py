@@ -9,9 +9,10 @@ import re
 import time
 from typing import Any
 
+from streamops.describe_stages import describe_spec_stages
 from streamops.exceptions import JobError, JobNotFound
 from streamops.jobs import JobRegistry, current_spec
-from streamops.planner import UpgradePlan, describe_spec_stages
+from streamops.planner import UpgradePlan
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 

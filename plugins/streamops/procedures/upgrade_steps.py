@@ -20,7 +20,7 @@ only that owner resumes it::
                          rolled-back (nothing when no savepoint was taken: v-old runs on)
     abort_standby        the savepoint failed: kill the standby → aborted
 
-The intent is ``jobs/<job>/upgrade.json`` (an intent record of :mod:`streamops.state.intents`:
+The intent is ``jobs/<job>/upgrade.json`` (an intent record of :mod:`streamops.procedures.intents`:
 ``phase`` and ``at`` on top), written before each destructive step and after it, so a retried
 step resumes: a savepoint already requested is not requested again, a new version already
 started (or a standby already released) is not started again.
@@ -38,6 +38,7 @@ from streamops.jobs import JobRegistry, current_spec, read_submissions
 from streamops.planner import StageAction
 from streamops.procedures import savepoint_taking
 from streamops.procedures import standby as standbys
+from streamops.procedures.intents import already_started, read_intent, resume_step
 from streamops.procedures.restore import restore_version, start_from_savepoint
 from streamops.procedures.savepoint_taking import SavepointCancel, request_stands
 from streamops.procedures.standby import STANDBY_MODES, Standby
@@ -49,9 +50,8 @@ from streamops.procedures.upgrade_plan import (
 )
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.state.intents import already_started, read_intent, resume_step
 from streamops.state.layout import write_json_atomic
-from streamops.state.savepoints import get_savepoint
+from streamops.state.savepoints.catalogue import get_savepoint
 
 log = logging.getLogger("streamops.procedures.upgrade")
 

@@ -1,6 +1,6 @@
 """The simulators as background services of a state root: ``streamops sim start|stop|status``.
 
-A simulator started in the background is a service (:mod:`streamops.stack.services`): its own
+A simulator started in the background is a service (:mod:`streamops.services`): its own
 process group, its pid file under ``<state>/services/fleetsim-<sim>.json`` and its log under
 ``<state>/cluster/logs/fleetsim-<sim>.log``, the names ``streamops up`` uses, so ``streamops
 down`` stops it too and ``up`` finds it running. It runs ``streamops sim <sim>`` with the state
@@ -25,11 +25,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamops.cluster.daemons import PidRecord
 from streamops.cluster.status import tail
 from streamops.exceptions import ConfigError, SimulatorError
+from streamops.processes import PidRecord
+from streamops.services import running_service, start_service, stop_services
 from streamops.settings import Settings
-from streamops.stack.services import running_service, start_service, stop_services
 
 SIMULATORS = {"alpha": "fleetsim-alpha", "beta": "fleetsim-beta", "trades": "fleetsim-trades"}
 """Simulator → service name."""

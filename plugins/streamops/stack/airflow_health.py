@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from streamops.cluster.daemons import PidRecord
+from streamops.processes import PidRecord
 
 HEALTH_KEYS = {
     "api-server": "metadatabase",

@@ -30,10 +30,10 @@ from typing import Any
 import requests
 
 from streamops.exceptions import ConfigError, ProcessError
+from streamops.services import running_service, start_service, stop_services
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.stack.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
 from streamops.stack.airflow_health import HEALTH_KEYS, stale_components
-from streamops.stack.services import running_service, start_service, stop_services
 from streamops.state.layout import read_json
 
 log = logging.getLogger("streamops.airflow")
@@ -264,7 +264,7 @@ class AirflowStack:
 
     def launch(self) -> None:
         """Prepare and start the four processes unless they run; do not wait for them."""
-        from streamops.cluster.local import port_is_free
+        from streamops.cluster.node import port_is_free
 
         o = self.options
         if running_service(self.settings, service_name("api-server")) is None and (

@@ -6,7 +6,7 @@ executor write every class they loaded (``jcmd <pid> VM.cds dynamic_dump``, whic
 ``-XX:+RecordDynamicDumpInfo`` on the JVM; a dump at exit would be cut short: a worker kills
 an executor 10 s after its application ended), and the run is cancelled. The archives go
 where :class:`ClassArchives` finds them, and every job JVM started afterwards maps them
-(:func:`streamops.procedures.submit.build_submission`). The run has its own state root inside the
+(:func:`streamops.cluster.submission.build_submission`). The run has its own state root inside the
 archives' directory, removed afterwards: it lists no job, takes no lease and writes no store
 of the real state root. The JVMs are found by their command lines, so the training runs on the
 machine of the workers (the local cluster).
@@ -32,11 +32,11 @@ from streamops.cluster.class_archives import (
     add_option,
     java_home,
 )
-from streamops.cluster.daemons import processes_with_marker, read_cmdline
 from streamops.exceptions import ClusterError
 from streamops.jobs import JobRegistry
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
+from streamops.processes import processes_with_marker, read_cmdline
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.spec import load_spec

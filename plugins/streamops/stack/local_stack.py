@@ -1,7 +1,7 @@
 """The embedded local stack behind ``streamops up`` / ``streamops down``.
 
 ``up``: the local Spark cluster, fleetsim-alpha, fleetsim-beta and the dashboard as background
-services (:mod:`streamops.stack.services`; journals under ``<state>/journals``), the embedded
+services (:mod:`streamops.services`; journals under ``<state>/journals``), the embedded
 Airflow (:mod:`streamops.stack.airflow_stack`), then the fleet-pings job submitted and waited for
 (not while a procedure in progress stopped it: an upgrade, a restart, a cluster restart
 resume it themselves), then Airflow waited for; what it says of the jobs comes from a health
@@ -19,19 +19,19 @@ from pathlib import Path
 
 import requests
 
-from streamops.cluster.local import LocalCluster
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import ProcessError
 from streamops.health.checks import Observation, Thresholds, check_jobs, gather
 from streamops.jobs import JobRegistry
-from streamops.procedures import describe_ahead
+from streamops.procedures import describe_ahead, submit
+from streamops.services import start_service, stop_services
 from streamops.settings import Settings
 from streamops.sim.background import command as simulator_command
 from streamops.sim.background import remember as remember_simulator
 from streamops.sim.background import service_name
 from streamops.spec import load_spec
 from streamops.stack.airflow_stack import AirflowStack
-from streamops.stack.services import start_service, stop_services
+from streamops.stack.local_cluster import LocalCluster
 
 log = logging.getLogger("streamops.stack.local_stack")
 
@@ -89,8 +89,6 @@ def up(settings: Settings, opts: StackOptions) -> Observation:
     """Start everything and submit the job, unless a procedure in progress stopped it (it
     resumes the job itself; the observation returned says so). The jobs as health sees them
     at the end."""
-    from streamops.procedures.submit import submit_job
-
     spec = load_spec(opts.spec)
     LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir)).start()
     settings.layout.journals_dir.mkdir(parents=True, exist_ok=True)
@@ -114,7 +112,7 @@ def up(settings: Settings, opts: StackOptions) -> Observation:
     elif JobRegistry(settings).view(spec.name).is_live:
         log.info("job %s already running; not submitting again", spec.name)
     else:
-        submit_job(spec, settings, wait_healthy=opts.wait)
+        submit.submit_job(spec, settings, wait_healthy=opts.wait)
     # the versions the running job may be upgraded to, described in the background (nice 19)
     # so the first plan-upgrade answers from the cache
     start_service(settings, describe_ahead.SERVICE, describe_ahead.command(settings),

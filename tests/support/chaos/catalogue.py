@@ -297,8 +297,8 @@ def upgrade_and_back(world: ChaosWorld, rng: random.Random) -> Inflicted:
 
 
 def cluster_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    from streamops.cluster.releases import ReleaseStore
     from streamops.procedures import cluster_restart as procedure
-    from streamops.state.releases import ReleaseStore
 
     other = "r2" if ReleaseStore(world.settings).active() == "r1" else "r1"
     at = time.time()

@@ -20,6 +20,13 @@ from typing import Any
 
 from support.beta_process import BetaProcess
 from support.integration import ClusterHandle, describe_job, wait_until
+from support.oracle import (
+    Comparison,
+    compare_vehicles,
+    compare_windows,
+    latest_per_vin,
+    tumbling_windows,
+)
 from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
@@ -27,13 +34,6 @@ from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import JournalRecord, valid_pings
-from streamops.sim.oracle import (
-    Comparison,
-    compare_vehicles,
-    compare_windows,
-    latest_per_vin,
-    tumbling_windows,
-)
 from streamops.spec import JobSpec, load_spec
 from streamops.state.checkpoint_cut import last_batch
 

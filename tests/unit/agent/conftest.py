@@ -12,7 +12,7 @@ import uvicorn
 from support.agent_fake import TOKEN, AgentUnderTest, FakeDaemon, make_settings
 
 from streamops.agent.server import create_app
-from streamops.state.releases import ReleaseStore
+from streamops.cluster.releases import ReleaseStore
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ import pytest
 from support.agent_fake import make_settings
 from support.restart_fake import JOB, FakeCluster, install
 
+from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed, UnknownRelease
 from streamops.procedures import cluster_restart, restore
 from streamops.settings import Settings
-from streamops.state.releases import ReleaseStore
 
 
 @pytest.fixture

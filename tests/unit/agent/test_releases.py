@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from support.agent_fake import make_settings
 
+from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import UnknownRelease
-from streamops.state.releases import ReleaseStore
 
 
 def test_switch_points_the_active_link_and_records_it(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from streamops.procedures.submit import PYTHON_RUNNER, Submission
+from streamops.cluster.submission import PYTHON_RUNNER, Submission
 from streamops.settings import Settings
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.operators import StandaloneClusterSubmitHook

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from streamops.cluster.class_archives import ClassArchives, add_option, archive_key
-from streamops.procedures.submit import build_submission
+from streamops.cluster.submission import build_submission
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
 

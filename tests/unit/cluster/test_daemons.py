@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from streamops import processes
 from streamops.cluster import daemons
-from streamops.cluster.daemons import DaemonSpec, PidRecord
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
+from streamops.processes import DaemonSpec, PidRecord
 from streamops.settings import Settings
 
 
@@ -125,7 +126,7 @@ def test_java_opts_quoting() -> None:
 def test_process_env_drops_stray_spark_variables(settings: Settings, install: SparkInstall
                                                  ) -> None:
     spec = daemons.worker_spec(settings, PROFILE, install, "worker-1", 0)
-    env = daemons.process_env(spec, {
+    env = processes.process_env(spec, {
         "PATH": "/bin", "SPARK_HOME": "/elsewhere", "SPARK_MASTER_OPTS": "-Dx=y",
         "PYSPARK_DRIVER_PYTHON": "ipython", "STREAMOPS_DAEMON": "other",
     })
@@ -173,12 +174,12 @@ def test_cmdline_matches_both_launch_phases() -> None:
             "--cores", "1"]
     java = ["/usr/bin/java", "-cp", "x", "-Xmx512m", "org.apache.spark.deploy.worker.Worker",
             "--cores", "1"]
-    assert daemons.cmdline_matches(bash, cmd)
-    assert daemons.cmdline_matches(java, cmd)
-    assert not daemons.cmdline_matches(["/usr/bin/vim", "--cores", "1"], cmd)
-    assert not daemons.cmdline_matches(java[:-1] + ["2"], cmd)
-    assert not daemons.cmdline_matches([], cmd)
-    assert not daemons.cmdline_matches(java, [])
+    assert processes.cmdline_matches(bash, cmd)
+    assert processes.cmdline_matches(java, cmd)
+    assert not processes.cmdline_matches(["/usr/bin/vim", "--cores", "1"], cmd)
+    assert not processes.cmdline_matches(java[:-1] + ["2"], cmd)
+    assert not processes.cmdline_matches([], cmd)
+    assert not processes.cmdline_matches(java, [])
 
 
 # --- processes -------------------------------------------------------------------------
@@ -214,65 +215,65 @@ def fake_spec(tmp_path: Path, spark_class: Path, *args: str) -> DaemonSpec:
 
 
 def test_launch_and_stop_kill_the_whole_group(tmp_path: Path, fake_spark_class: Path) -> None:
-    rec = daemons.launch(fake_spec(tmp_path, fake_spark_class))
+    rec = processes.launch(fake_spec(tmp_path, fake_spark_class))
     try:
         assert rec.pgid == rec.pid and os.getpgid(rec.pid) == rec.pid
-        assert daemons.is_running(rec)
-        _wait(lambda: len(daemons.group_members(rec.pgid)) == 2)
-        assert set(daemons.group_members(rec.pgid)) <= set(
-            daemons.processes_with_marker(tmp_path, "worker-9"))
-        daemons.stop_daemons([rec], timeout=5)
-        assert not daemons.is_running(rec)
-        assert daemons.group_members(rec.pgid) == []
+        assert processes.is_running(rec)
+        _wait(lambda: len(processes.group_members(rec.pgid)) == 2)
+        assert set(processes.group_members(rec.pgid)) <= set(
+            processes.processes_with_marker(tmp_path, "worker-9"))
+        processes.stop_daemons([rec], timeout=5)
+        assert not processes.is_running(rec)
+        assert processes.group_members(rec.pgid) == []
         assert "=== " in Path(rec.log).read_text()
     finally:
-        daemons.kill_group(rec.pgid)
+        processes.kill_group(rec.pgid)
 
 
 def test_stop_kills_a_daemon_that_ignores_sigterm(tmp_path: Path, fake_spark_class: Path
                                                   ) -> None:
-    rec = daemons.launch(fake_spec(tmp_path, fake_spark_class, "--ignore-term"))
+    rec = processes.launch(fake_spec(tmp_path, fake_spark_class, "--ignore-term"))
     try:
         _wait(lambda: "fake daemon up" in Path(rec.log).read_text())
-        daemons.stop_daemons([rec], timeout=0.5)
-        assert not daemons.is_running(rec)
-        assert daemons.group_members(rec.pgid) == []
+        processes.stop_daemons([rec], timeout=0.5)
+        assert not processes.is_running(rec)
+        assert processes.group_members(rec.pgid) == []
     finally:
-        daemons.kill_group(rec.pgid)
+        processes.kill_group(rec.pgid)
 
 
 def test_sweep_ends_processes_that_left_the_group(tmp_path: Path, fake_spark_class: Path
                                                   ) -> None:
-    rec = daemons.launch(fake_spec(tmp_path, fake_spark_class, "--child-own-group"))
+    rec = processes.launch(fake_spec(tmp_path, fake_spark_class, "--child-own-group"))
     try:
-        _wait(lambda: len(daemons.processes_with_marker(tmp_path)) == 2)
-        assert daemons.processes_with_marker(tmp_path, "worker-1") == []
-        child = next(p for p in daemons.processes_with_marker(tmp_path) if p != rec.pid)
-        daemons.stop_daemons([rec], timeout=5)
-        assert daemons.group_members(rec.pgid) == []
-        assert daemons.processes_with_marker(tmp_path, "worker-9") == [child]
-        assert daemons.sweep(tmp_path, "worker-9") == [child]
-        assert daemons.processes_with_marker(tmp_path) == []
+        _wait(lambda: len(processes.processes_with_marker(tmp_path)) == 2)
+        assert processes.processes_with_marker(tmp_path, "worker-1") == []
+        child = next(p for p in processes.processes_with_marker(tmp_path) if p != rec.pid)
+        processes.stop_daemons([rec], timeout=5)
+        assert processes.group_members(rec.pgid) == []
+        assert processes.processes_with_marker(tmp_path, "worker-9") == [child]
+        assert processes.sweep(tmp_path, "worker-9") == [child]
+        assert processes.processes_with_marker(tmp_path) == []
     finally:
-        daemons.kill_group(rec.pgid)
-        daemons.sweep(tmp_path)
+        processes.kill_group(rec.pgid)
+        processes.sweep(tmp_path)
 
 
 def test_stale_pid_files(tmp_path: Path, fake_spark_class: Path) -> None:
     dead = record(_dead_pid(), ["spark-class", "org.example.FakeDaemon"])
-    assert not daemons.is_running(dead)
+    assert not processes.is_running(dead)
     reused = record(os.getpid(), ["spark-class", "org.apache.spark.deploy.worker.Worker"])
-    assert not daemons.is_running(reused), "a pid now running another program is stale"
-    daemons.stop_daemons([reused], timeout=0)  # must not signal this test process
-    rec = daemons.launch(fake_spec(tmp_path, fake_spark_class))
+    assert not processes.is_running(reused), "a pid now running another program is stale"
+    processes.stop_daemons([reused], timeout=0)  # must not signal this test process
+    rec = processes.launch(fake_spec(tmp_path, fake_spark_class))
     try:
-        assert daemons.is_running(rec)
+        assert processes.is_running(rec)
         os.kill(rec.pid, signal.SIGKILL)
-        _wait(lambda: not daemons.is_running(rec))
-        daemons.stop_daemons([rec], timeout=0)  # a stale record: ends the orphaned child
-        assert daemons.group_members(rec.pgid) == []
+        _wait(lambda: not processes.is_running(rec))
+        processes.stop_daemons([rec], timeout=0)  # a stale record: ends the orphaned child
+        assert processes.group_members(rec.pgid) == []
     finally:
-        daemons.kill_group(rec.pgid)
+        processes.kill_group(rec.pgid)
 
 
 def _dead_pid() -> int:

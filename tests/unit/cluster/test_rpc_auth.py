@@ -10,7 +10,7 @@ from pathlib import Path
 from streamops.cluster import daemons, rpc_auth
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
-from streamops.procedures.submit import build_submission
+from streamops.cluster.submission import build_submission
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 

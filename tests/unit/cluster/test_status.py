@@ -9,7 +9,6 @@ from rich.console import Console
 
 from streamops.cli.cluster_cmds import print_status
 from streamops.cluster.client import WorkerInfo
-from streamops.cluster.daemons import PidRecord
 from streamops.cluster.status import build_status, tail, worker_sort_key
 from streamops.cluster.worker_names import (
     match_worker,
@@ -18,6 +17,7 @@ from streamops.cluster.worker_names import (
     worker_label,
     worker_names,
 )
+from streamops.processes import PidRecord
 from streamops.settings import Settings
 
 RECORDED = Path(__file__).parent / "data" / "master_dead_workers.json"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from streamops.cli import main
-from streamops.cluster.daemons import pid_alive
+from streamops.processes import pid_alive
 from streamops.settings import Settings
 from streamops.sim import background
 

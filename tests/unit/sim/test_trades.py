@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from support.oracle import SeriesValue, trade_windows
 
 from streamops.cli import sim_cmds
 from streamops.sim.beta import STREAM_HEADER, BetaSimulator
 from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.market import Market, Trade
-from streamops.sim.oracle import SeriesValue, trade_windows
 from streamops.sim.trades import TradeSimulator
 
 FIXED_CLOCK = 1_700_000_000.0

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from support.oracle import compare_series, trade_windows
 
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.context import JobContext
@@ -28,7 +29,6 @@ from spark_jobs.sliding_frames import frames, frames_writer
 from streamops.planner import StageAction, UpgradePlan
 from streamops.sim.beta import PingHistory
 from streamops.sim.market import Market, Trade
-from streamops.sim.oracle import compare_series, trade_windows
 from streamops.spec import load_spec
 from streamops.state.layout import StateLayout
 

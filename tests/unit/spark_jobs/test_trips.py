@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from support.oracle import compare_trips, ended_trips
 
 from spark_jobs import fleet_pings_v2, pings
 from spark_jobs.sinks import store
 from spark_jobs.sources.beta import BetaDataSource
 from streamops.sim.beta import PingHistory
 from streamops.sim.fleet import Ping
-from streamops.sim.oracle import compare_trips, ended_trips
 
 T0 = 1_700_000_000.0
 GAP_S, LAG_S = 300.0, 120.0

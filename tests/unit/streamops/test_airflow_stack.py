@@ -15,8 +15,8 @@ from unittest.mock import ANY
 
 import pytest
 
-from streamops.cluster.daemons import PidRecord
 from streamops.exceptions import ConfigError
+from streamops.processes import PidRecord
 from streamops.settings import Settings
 from streamops.stack.airflow_health import HEALTH_KEYS, stale_components
 from streamops.stack.airflow_stack import AirflowOptions, AirflowStack

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from streamops.procedures.intents import already_started, read_intent, record_intent
 from streamops.settings import Settings
-from streamops.state.intents import already_started, read_intent, record_intent
 
 
 def test_intent_is_recorded_and_read_back(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from streamops.stack.launcher_jar import JAR_NAME, ensure_launcher_jar
+from streamops.cluster.launcher_jar import JAR_NAME, ensure_launcher_jar
 from streamops.state.layout import StateLayout
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from streamops.describe_stages import describe_spec_stages
 from streamops.exceptions import JobError
 from streamops.planner import (
     StageAction,
     UpgradePlan,
-    describe_spec_stages,
     describe_state,
 )
 from streamops.settings import PROJECT_ROOT, Settings

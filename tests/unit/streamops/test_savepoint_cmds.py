@@ -11,15 +11,11 @@ import pytest
 
 from streamops.cli import savepoint_cmds
 from streamops.cli.savepoint_cmds import human_bytes, parse_duration
-from streamops.exceptions import ConfigError
+from streamops.exceptions import ConfigError, SavepointProtected
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, write_json_atomic
-from streamops.state.savepoints import (
-    SavepointProtected,
-    create_savepoint,
-    get_savepoint,
-    list_savepoints,
-)
+from streamops.state.savepoints.catalogue import get_savepoint, list_savepoints
+from streamops.state.savepoints.create import create_savepoint
 
 
 @pytest.fixture

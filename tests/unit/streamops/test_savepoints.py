@@ -12,27 +12,30 @@ from typing import Any
 
 import pytest
 
-from streamops.exceptions import ConfigError, UnsafeNameError
-from streamops.state import savepoints
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
-from streamops.state.savepoints import (
-    Manifest,
-    RetentionPolicy,
+from streamops.exceptions import (
+    ConfigError,
     SavepointError,
     SavepointExists,
     SavepointNotFound,
     SavepointProtected,
+    UnsafeNameError,
+)
+from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops.state.savepoints import create
+from streamops.state.savepoints.catalogue import (
+    RetentionPolicy,
     apply_retention,
     check_savepoint,
-    create_savepoint,
     delete_savepoint,
     get_savepoint,
     list_savepoints,
     protected_savepoints,
     remove_stale,
-    restore_stage,
     verify_savepoint,
 )
+from streamops.state.savepoints.create import create_savepoint
+from streamops.state.savepoints.manifest import Manifest
+from streamops.state.savepoints.restore import restore_stage
 
 ALPHA = {"source": "alpha:/data/alpha", "file": "pings-000000000012.csv"}
 BETA = {"source": "beta:http://h:8000/pings", "sequence": 812}
@@ -133,7 +136,7 @@ def test_files_are_copied_where_links_are_impossible(
     def no_link(src: Any, dst: Any) -> None:
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    monkeypatch.setattr(savepoints.os, "link", no_link)
+    monkeypatch.setattr(create.os, "link", no_link)
     with caplog.at_level(logging.WARNING, logger="streamops.state.savepoints"):
         m = make(layout, "sp")
     copy = layout.savepoint("sp") / "stages/vehicles/state/0/0/1.delta"
@@ -157,7 +160,7 @@ def test_a_failure_mid_copy_leaves_nothing(
             raise OSError(errno.EIO, "Input/output error")
         real_link(src, dst)
 
-    monkeypatch.setattr(savepoints.os, "link", failing_link)
+    monkeypatch.setattr(create.os, "link", failing_link)
     with pytest.raises(SavepointError, match="stage windows: cannot copy file commits/1: Input"):
         make(layout, "sp")
     assert savepoint_dir_names(layout) == []
@@ -175,7 +178,7 @@ def test_a_missing_stage_dir_names_the_stage(layout: StateLayout) -> None:
 def test_a_failed_verification_leaves_nothing(
     layout: StateLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(savepoints, "_check_files", lambda *a, **k: ["stages/x/y: missing"])
+    monkeypatch.setattr(create, "check_files", lambda *a, **k: ["stages/x/y: missing"])
     with pytest.raises(SavepointError, match="failed verification: 1 problem.*stages/x/y"):
         make(layout, "sp")
     assert savepoint_dir_names(layout) == []
@@ -199,7 +202,7 @@ def test_a_name_taken_while_copying_is_refused(
         (layout.savepoint("sp") / "stages").mkdir(parents=True)
         return []
 
-    monkeypatch.setattr(savepoints, "_check_files", other_writer_wins)
+    monkeypatch.setattr(create, "check_files", other_writer_wins)
     with pytest.raises(SavepointExists, match="created meanwhile"):
         make(layout, "sp")
     assert savepoint_dir_names(layout) == ["sp"]
@@ -461,7 +464,7 @@ def test_a_failed_restore_keeps_the_old_checkpoint(
     def broken_link(src: Any, dst: Any) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(savepoints.os, "link", broken_link)
+    monkeypatch.setattr(create.os, "link", broken_link)
     with pytest.raises(SavepointError, match="Input/output error"):
         restore_stage(layout, "sp", "windows", layout.checkpoint("fleet-pings", "windows"))
     assert sorted(p.name for p in dest.parent.iterdir()) == ["vehicles", "windows"]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import spark_jobs
-from streamops.procedures.submit import (
+from streamops.cluster.launcher_jar import JAR_NAME
+from streamops.cluster.submission import (
     DEFAULT_CONF,
     PYTHON_RUNNER,
     Submission,
@@ -20,7 +21,6 @@ from streamops.procedures.submit import (
 )
 from streamops.settings import Settings
 from streamops.spec import JobSpec, decode_spec, spec_from_dict
-from streamops.stack.launcher_jar import JAR_NAME
 
 
 @pytest.fixture

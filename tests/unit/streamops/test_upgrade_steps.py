@@ -11,9 +11,9 @@ from support.upgrade_fake import JOB, V2, FakeCluster, install
 
 from streamops.exceptions import JobError
 from streamops.procedures import upgrade_steps as steps
+from streamops.procedures.intents import read_intent
 from streamops.procedures.upgrade import UpgradeFailed, upgrade
 from streamops.spec import load_spec
-from streamops.state.intents import read_intent
 
 OWNER = "airflow:savepoint_and_upgrade/manual__1"
 WAITS = {"start_standby": 5.0, "savepoint_answered": 0.0, "verify": 5.0}

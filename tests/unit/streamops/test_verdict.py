@@ -19,11 +19,11 @@ import pytest
 from airflow.sdk import PokeReturnValue
 
 from streamops.exceptions import ClusterNotRunning, JobError
-from streamops.health.verdict import Observation, Outcome, health_verdict
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.state.layout import append_jsonl
+from streamops.verdict import Observation, Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import connection_uri
 from streamops_airflow.sensors import JobHealthySensor

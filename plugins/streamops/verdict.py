@@ -5,7 +5,8 @@ Every wait on a job's health asks this one question: the CLI's
 (``JobHealthyTrigger``) and the sensor's poke (``JobHealthySensor``). The callers observe
 (``JobRegistry.observe``: the registry's view, whether the started driver is still live,
 when it was submitted); :func:`health_verdict` only judges what it is given and does no I/O,
-so one table of cases pins all three down.
+so one table of cases pins all three down. It lives beside the job's view, below the
+registry whose waits use it and below the health checks (:mod:`streamops.health`).
 """
 
 from __future__ import annotations

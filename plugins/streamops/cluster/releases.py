@@ -21,7 +21,7 @@ from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.state.layout import read_json, write_json_atomic
 
-log = logging.getLogger("streamops.state.releases")
+log = logging.getLogger("streamops.cluster.releases")
 
 RELEASES_DIR = Path("jars") / "releases"
 

@@ -15,7 +15,7 @@ from streamops.jobs import JobRegistry, read_submissions
 from streamops.settings import Settings
 from streamops.state.layout import read_json, write_json_atomic
 
-log = logging.getLogger("streamops.state.intents")
+log = logging.getLogger("streamops.procedures.intents")
 
 
 class StepIntent(Protocol):

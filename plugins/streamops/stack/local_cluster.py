@@ -17,17 +17,18 @@ from streamops.agent import processes
 from streamops.agent.registry import AgentRecord, Agents, node_order
 from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient
-from streamops.cluster.daemons import MASTER_NAME, PidRecord
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.node import NodeDaemons, port_is_free, wait_for
 from streamops.cluster.profile import ClusterProfile
+from streamops.cluster.releases import ReleaseStore
 from streamops.cluster.spark_home import SparkInstall
 from streamops.cluster.status import ClusterStatus, worker_sort_key
 from streamops.exceptions import AgentError, ClusterNotRunning, ProcessError
 from streamops.names import check_name
+from streamops.processes import PidRecord, sweep
 from streamops.settings import Settings
 from streamops.state.cluster_size import forget_desired_workers
 from streamops.state.layout import write_json_atomic
-from streamops.state.releases import ReleaseStore
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ class LocalCluster:
         if agents:
             log.info("stopped %s agent(s): %s", len(agents), ", ".join(agents))
         forget_desired_workers(self.layout)  # a fresh start runs (and expects) the profile's
-        strays = daemons.sweep(self.layout.root)
+        strays = sweep(self.layout.root)
         if strays:
             log.warning("ended %s stray process(es) of this cluster: %s", len(strays), strays)
         if not live:
