@@ -41,8 +41,8 @@ def table(reports: list[StepReport]) -> str:
     rows = ["| fault | count | failed | every stage again: median / worst | longest gap: "
             "median / worst | lost / dup / diff | health while down |",
             "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name in sorted({r.action for r in reports}):
-        mine = [r for r in reports if r.action == name]
+    for name in sorted({r.action for r in reports if not r.skipped}):
+        mine = [r for r in reports if r.action == name and not r.skipped]
         times = [r.recovery_s for r in mine if r.recovery_s is not None]
         med = f"{statistics.median(times):.1f} / {max(times):.1f} s" if times else "-"
         gaps = [r.gap_s for r in mine if r.gap_s is not None]
@@ -60,6 +60,9 @@ def table(reports: list[StepReport]) -> str:
         seen = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "-"
         rows.append(f"| {name} | {len(mine)} | {sum(not r.ok for r in mine)} | {med} | {gap} | "
                     f"{lost} / {dup} / {diff} | {seen} |")  # fmt: skip
+    skipped = sorted({r.action for r in reports if r.skipped})
+    if skipped:
+        rows.append(f"\nskipped (their precondition did not hold): {', '.join(skipped)}")
     return "\n".join(rows)
 
 

@@ -74,6 +74,7 @@ class StepReport:
     verdicts_down: dict[str, int] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     error: str = ""
+    skipped: bool = False
 
     @property
     def ok(self) -> bool:
@@ -214,7 +215,8 @@ def run_campaign(world: ChaosWorld, seed: int, steps: int, *, short: bool,
         for number, action in enumerate(actions, start=1):
             if not action.needs(world):
                 reports.append(StepReport(number, action.name, action.kind, note="skipped: "
-                                          "its precondition does not hold", oracle_ok=True))
+                                          "its precondition does not hold", oracle_ok=True,
+                                          skipped=True))
                 continue
             report = run_step(world, watch, number, action, rng)
             reports.append(report)
