@@ -19,12 +19,14 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from harness import discard, free_port, python_loop_seconds
 from support.chaos.campaign import StepReport, replay_hint, run_campaign
 from support.chaos.world import ChaosWorld
 from support.integration import ClusterHandle
+from support.postgres import throwaway_database
 
 from streamops.cluster.profile import ClusterProfile
 from streamops.procedures.submit import submit_job
@@ -83,6 +85,9 @@ def main() -> int:
     parser.add_argument("--standby", choices=("none", "hot"), default="none",
                         help="hot: the job runs with a hot standby on three workers, and the "
                         "standby's node and the new primary's node after a failover are drawn")
+    parser.add_argument("--postgres", action="store_true",
+                        help="the store on a throwaway PostgreSQL database (STREAMOPS_TEST_PG_URL) "
+                        "reached through a link the campaign cuts (store-down is drawn)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit)
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
@@ -97,13 +102,15 @@ def main() -> int:
     cluster = LocalCluster(settings, profile)
     reports: list[StepReport] = []
     world = None
+    stack = ExitStack()
     try:
         cluster.start()
         train_class_archives(settings)
         work = root / "work"
         work.mkdir()
+        pg_url = stack.enter_context(throwaway_database("streamops_chaos")) if args.postgres else ""
         world = ChaosWorld(ClusterHandle(settings, cluster), work, free_port(),
-                           standby=args.standby)
+                           standby=args.standby, postgres_url=pg_url)
         world.start()
         submit_job(world.spec(), settings, wait_healthy=300)
         only = [n for n in args.only.split(",") if n]
@@ -113,6 +120,7 @@ def main() -> int:
         if world is not None:
             world.stop()
         cluster.stop()
+        stack.close()
         failed = [r for r in reports if not r.ok]
         discard(root, keep=bool(failed))
     print("\n" + table(reports))

@@ -160,6 +160,17 @@ def beta_cut(world: ChaosWorld, rng: random.Random) -> Inflicted:
     return Inflicted(at, f"the link to fleetsim-beta cut {seconds:.0f} s")
 
 
+def store_down(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    """The store's PostgreSQL unreachable for 20-40 s (connections refused and broken): the
+    batches wait and retry, the job stays up, nothing is written twice."""
+    assert world.store_link is not None
+    seconds = rng.uniform(20, 40)
+    world.store_link.cut()
+    time.sleep(seconds)
+    world.store_link.restore()
+    return Inflicted(time.time(), f"the store's PostgreSQL unreachable {seconds:.0f} s")
+
+
 def beta_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
     at = time.time()
     world.beta.stop()
@@ -335,6 +346,8 @@ CATALOGUE: tuple[Action, ...] = (
     Action("restart-savepoint", "procedure", restart_savepoint),
     Action("restart-checkpoint", "procedure", restart_checkpoint),
     Action("cli-killed", "procedure", cli_killed),
+    Action("store-down", "fault", store_down, short=False,
+           needs=lambda world: world.store_link is not None),
     Action("standby-node", "fault", standby_node, short=False, needs=_hot_and_armed),
     Action("primary-twice", "fault", primary_then_new_primary, short=False,
            needs=lambda world: _hot_and_armed(world, workers=3)),

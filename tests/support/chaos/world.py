@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
 from support.beta_process import BetaProcess
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.oracle import (
@@ -62,6 +63,7 @@ class ChaosWorld:
     rate: float = 40
     vehicles: int = 30
     standby: str = "none"
+    postgres_url: str = ""  # a PostgreSQL store (reached through a link the campaign can cut)
     reset_policy: str = "fail"
     beta_histories: list[Path] = field(default_factory=list)
     losses: list[AcceptedLoss] = field(default_factory=list)
@@ -71,6 +73,13 @@ class ChaosWorld:
     def __post_init__(self) -> None:
         self.alpha_dir = self.workdir / "alpha"
         self.store_url = f"sqlite:///{self.workdir / 'fleet.db'}"
+        self.store_link: TcpProxy | None = None
+        if self.postgres_url:
+            real = make_url(self.postgres_url)
+            self.store_link = TcpProxy((real.host or "127.0.0.1", real.port or 5432))
+            self.store_link.start()
+            self.store_url = real.set(host="127.0.0.1", port=self.store_link.port).render_as_string(
+                hide_password=False)
         self.alpha = AlphaSimulator(
             self.alpha_dir, seed=31, vehicles=self.vehicles, rate=self.rate, pings_per_file=40,
             malformed_every=101, journal=self.workdir / "alpha.jsonl",
@@ -123,6 +132,11 @@ class ChaosWorld:
         self.beta.stop()
         if self.registry.view(self.job).is_live:
             self.registry.cancel(self.job)
+        if self.store_link is not None:
+            engine = store._engines.pop(self.store_url, None)
+            if engine is not None:
+                engine.dispose()
+            self.store_link.stop()
 
     # -- positions -------------------------------------------------------------------------
     def committed(self) -> dict[str, dict[str, Any]]:
