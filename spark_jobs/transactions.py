@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from spark_jobs.runtime import JobContext
 from spark_jobs.sinks import journal_store
@@ -48,9 +47,7 @@ def journal_stream(ctx: JobContext) -> DataFrame:
     )
 
 
-def log_sink(
-    store_url: str, version: str, dry: bool = False
-) -> Callable[[DataFrame, int], None]:
+def log_sink(store_url: str, version: str, dry: bool = False) -> Callable[[DataFrame, int], None]:
     """Log each entry of the batch (driver log, then ``transaction_log``). ``dry`` (a warm
     standby's rehearsal): compute, write nothing."""
 
