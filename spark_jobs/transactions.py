@@ -28,8 +28,9 @@ from spark_jobs.sources.journal import JournalDataSource
 
 log = logging.getLogger("spark_jobs.transactions")
 
-SOURCE_ID = "transactions-journal"
-"""The source id in offsets and savepoints."""
+SOURCE_ID = "journal:transactions"
+"""The source id in offsets and savepoints (health locates a ``journal:`` source by the job's
+``store_url``: :mod:`streamops.health.source_probes`)."""
 STAGE = "transaction-log"
 LOG_FIELDS = ("sequence", "op", "id", "payload")
 
