@@ -8,6 +8,7 @@ the oldest entry held, recording the loss with its count."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from support.source_rows import read_rows
 
 from spark_jobs import transactions
+from spark_jobs.runtime.context import JobContext
+from spark_jobs.runtime.describe import describe_job_stages
 from spark_jobs.sinks import journal_store as js
 from spark_jobs.sinks import store
 from spark_jobs.sinks.journal_store import Change
@@ -28,8 +31,12 @@ from spark_jobs.sources.journal import (
     JournalStreamReader,
 )
 from spark_jobs.sources.source_state import SourceResetError, merge_states
+from streamops.planner import StageAction, UpgradePlan
+from streamops.spec import load_spec
+from streamops.state.layout import StateLayout
 
 SID = "tx-test"
+CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
 
 
 @pytest.fixture
@@ -187,3 +194,19 @@ def test_the_job_stage_logs_each_entry_once(spark: SparkSession, url: str, tmp_p
         (e.sequence, e.id, e.op, e.payload) for e in written
     ]
     assert {r["job_version"] for r in logged} == {"1"}
+
+
+def test_v1_restores_into_v2_by_the_planner(spark: SparkSession, tmp_path: Path) -> None:
+    """v2 declares v1's ``transaction-log`` stage by the same code: restored by name."""
+    described = {}
+    for file in ("transactions.yaml", "transactions-v2.yaml"):
+        spec = load_spec(CONFIG / file)
+        ctx = JobContext(spark, spec, StateLayout.at(tmp_path / "state"))
+        importlib.import_module(spec.entrypoint).build(ctx)
+        described[spec.version] = describe_job_stages(ctx)
+    assert list(described["1"]) == list(described["2"]) == [transactions.STAGE]
+    plan = UpgradePlan.build(
+        "transactions", described["1"], described["2"], from_version="1", to_version="2"
+    )
+    assert plan.allowed, plan.render()
+    assert plan.stage(transactions.STAGE).action is StageAction.RESTORE, plan.render()
