@@ -141,21 +141,18 @@ def engine_for(url: str, tables: Iterable[Table] = JOURNAL_TABLES) -> Engine:
 
 
 def _head_row(conn: Connection, capacity: int) -> tuple[int, str]:
-    """Lock the head row (created at the first change) and return its last sequence and
-    stream; the capacity given by the writer is kept in it."""
+    """Lock the head row (created by the first change: a writer that meets another creating
+    it waits for that one and keeps its row) and return its last sequence and stream; the
+    capacity given by the writer is kept in it."""
+    first = {"id": 1, "last_sequence": 0, "capacity": capacity, "stream": uuid.uuid4().hex}
+    conn.execute(store._insert(conn.engine, journal_head).values(**first).on_conflict_do_nothing())
     found = conn.execute(
         update(journal_head)
         .where(journal_head.c.id == 1)
         .values(capacity=capacity)
         .returning(journal_head.c.last_sequence, journal_head.c.stream)
-    ).first()
-    if found is not None:
-        return int(found[0]), str(found[1])
-    stream = uuid.uuid4().hex
-    conn.execute(
-        journal_head.insert().values(id=1, last_sequence=0, capacity=capacity, stream=stream)
-    )
-    return 0, stream
+    ).one()
+    return int(found[0]), str(found[1])
 
 
 def apply_changes(

@@ -199,6 +199,7 @@ def test_the_job_stage_logs_each_entry_once(spark: SparkSession, url: str, tmp_p
 def test_v1_restores_into_v2_by_the_planner(spark: SparkSession, tmp_path: Path) -> None:
     """v2 declares v1's ``transaction-log`` stage by the same code: restored by name."""
     described = {}
+    (tmp_path / "state").mkdir()  # where the spec's store lives
     for file in ("transactions.yaml", "transactions-v2.yaml"):
         spec = load_spec(CONFIG / file)
         ctx = JobContext(spark, spec, StateLayout.at(tmp_path / "state"))
