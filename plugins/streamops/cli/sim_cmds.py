@@ -1,5 +1,5 @@
-"""``streamops sim alpha|beta|trades`` (a simulator in the foreground) and ``streamops sim
-start|stop|status`` (simulators in the background, as services of the state root).
+"""``streamops sim alpha|beta|trades|transactions`` (a simulator in the foreground) and
+``streamops sim start|stop|status`` (simulators in the background, as services of the state root).
 
 In the foreground a simulator runs until Ctrl-C, SIGTERM or ``--max-pings``, logging progress
 every ``--progress-every`` seconds; ``python -m streamops.sim.alpha`` / ``.beta`` / ``.trades``
@@ -22,13 +22,14 @@ if TYPE_CHECKING:
     from streamops.settings import Settings
     from streamops.sim.background import SimStatus
 
-SIMULATORS = ("alpha", "beta", "trades")
+SIMULATORS = ("alpha", "beta", "trades", "transactions")
 
 
 def register(sub: Any) -> None:
     """Add the ``sim`` command and its verbs to the ``streamops`` subparsers."""
     sim = sub.add_parser(
-        "sim", help="run a simulator (fleetsim-alpha, fleetsim-beta, trades) in the foreground, "
+        "sim", help="run a simulator (fleetsim-alpha, fleetsim-beta, trades, transactions) in the "
+        "foreground, "
         "or start, stop and watch them in the background")  # fmt: skip
     verbs = sim.add_subparsers(dest="sim_command", required=True, metavar="VERB")
     for name, text, add in (
@@ -36,6 +37,8 @@ def register(sub: Any) -> None:
         ("beta", "serve pings over HTTP: GET /pings?since=N&limit=M", flags.add_beta_arguments),
         ("trades", "serve trades over HTTP with beta's log server (the trade analyser's input)",
          flags.add_trades_arguments),
+        ("transactions", "insert and update transactions in a table with an event journal "
+         "(the transactions jobs' input)", flags.add_transactions_arguments),
     ):  # fmt: skip
         parser = verbs.add_parser(name, help=f"{text} (foreground)")
         add(parser)
@@ -55,7 +58,7 @@ def register(sub: Any) -> None:
     stop = verbs.add_parser(
         "stop", help="stop background simulators: SIGTERM, up to 10 s, then SIGKILL")
     stop.add_argument("sims", nargs="*", metavar="SIM",
-                      help="alpha, beta or trades (default: every one)")
+                      help="alpha, beta, trades or transactions (default: every one)")
     stop.set_defaults(handler=cmd_stop)
 
     status = verbs.add_parser(

@@ -8,7 +8,9 @@ job's args (``beta_url``, ``alpha_dir``), and probed by its kind:
 - fleetsim-beta: ``/head`` (``first``, ``last``, ``stream``) against the committed
   ``{sequence, stream}``: the backlog in records, or what the upstream lost or replaced;
 - fleetsim-alpha: the ping files of its drop directory the committed offset has not read
-  (after the committed file, and late ones within the job's ``alpha_max_file_age``).
+  (after the committed file, and late ones within the job's ``alpha_max_file_age``);
+- the transactions journal (source id ``journal:<name>``, located by the job's ``store_url``):
+  the journal's head in the store against the committed ``{sequence, stream}``.
 
 A probe does the I/O and answers a :class:`SourceProbe`, a plain value.
 """
@@ -31,8 +33,8 @@ class SourceProbe:
     """What one source's upstream says of its committed position."""
 
     source: str
-    kind: str  # beta | alpha
-    unit: str  # what the backlog counts: records | files
+    kind: str  # beta | alpha | journal
+    unit: str  # what the backlog counts: records | files | entries
     backlog: int | None = None  # None: not known (see ``unknown`` or ``broken``)
     unknown: str | None = None  # why the upstream could not tell (it may come back)
     broken: str | None = None  # reading on would skip data: reset, lost, gone
@@ -70,9 +72,12 @@ def _position(offset: dict[str, Any]) -> tuple[int, str]:
 
 
 def source_location(source: str, offset: dict[str, Any], args: dict[str, Any]) -> tuple[str, str]:
-    """``("beta", url)``, ``("alpha", directory)`` or ``("", "")``: where ``source`` is read
-    from, by its id (``beta:<url>``, ``alpha:<dir>``) or else by the job's args."""
+    """``("beta", url)``, ``("alpha", directory)``, ``("journal", store url)`` or ``("", "")``:
+    where ``source`` is read from, by its id (``beta:<url>``, ``alpha:<dir>``) or else by the
+    job's args."""
     kind, _, where = source.partition(":")
+    if kind == "journal":
+        return "journal", str(args.get("store_url") or "")
     if "sequence" in offset:
         return "beta", where if kind == "beta" else str(args.get("beta_url") or "")
     if "file" in offset:
@@ -113,6 +118,8 @@ class Prober:
             return self._beta(source, where, offset)
         if kind == "alpha":
             return _alpha(source, where, offset, args)
+        if kind == "journal":
+            return journal_probe(source, where, offset)
         return None
 
     def _head(self, url: str) -> dict[str, Any] | Exception:
@@ -171,6 +178,36 @@ def _alpha(source: str, path: str, offset: dict[str, Any], args: dict[str, Any])
     max_age = parse_age(str(args.get("alpha_max_file_age") or DEFAULT_MAX_FILE_AGE))
     return SourceProbe(source, "alpha", "files",
                        backlog=alpha_unread(directory, offset, max_age))
+
+
+def journal_probe(source: str, url: str, offset: dict[str, Any]) -> SourceProbe:
+    """The transactions journal in the store at ``url`` against the committed offset."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from spark_jobs.sinks import journal_store
+
+    if not url:
+        return SourceProbe(source, "journal", "entries",
+                           unknown=f"cannot locate source {source} (no store_url arg)")
+    try:
+        held = journal_store.head(journal_store.engine_for(url))
+    except SQLAlchemyError as exc:
+        return SourceProbe(source, "journal", "entries", unknown=(
+            f"the store of source {source} does not answer: {type(exc).__name__}"))
+    committed, stream = int(offset.get("sequence") or 0), offset.get("stream")
+    lost = None
+    if stream and held.stream and held.stream != stream:
+        lost = f"the store now holds journal {held.stream} (entries {held.first}..{held.last})"
+    elif held.last < committed:
+        lost = f"the journal's last entry is {held.last}, below it"
+    elif held.first is not None and held.first - 1 > committed:
+        lost = (f"the oldest entry held is {held.first} (capacity {held.capacity}): entries "
+                f"{committed + 1}..{held.first - 1} were dropped unread")
+    if lost:
+        return SourceProbe(source, "journal", "entries", broken=(
+            f"source {source} lost journal entries: committed sequence {committed} of journal "
+            f"{stream or '?'}, but {lost}"))
+    return SourceProbe(source, "journal", "entries", backlog=held.last - committed)
 
 
 def probe_job(

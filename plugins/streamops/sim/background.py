@@ -5,7 +5,8 @@ process group, its pid file under ``<state>/services/fleetsim-<sim>.json`` and i
 ``<state>/cluster/logs/fleetsim-<sim>.log``, the names ``streamops up`` uses, so ``streamops
 down`` stops it too and ``up`` finds it running. It runs ``streamops sim <sim>`` with the state
 root's defaults (beta's and trades' log under ``<state>/data/``, so a restart keeps the
-stream), then the flags it was last started with (by ``streamops up`` or ``sim start``: its
+stream; the transactions producer's store is ``<state>/transactions.db``), then the flags it
+was last started with (by ``streamops up`` or ``sim start``: its
 rate, vehicles and journal are kept in ``<state>/services/fleetsim-<sim>.options``), then the
 options given, which win. Stopping is SIGTERM, up to 10 s for the simulator
 to close its files, then SIGKILL of its group. The status reads the port the simulator
@@ -31,7 +32,8 @@ from streamops.processes import PidRecord
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import Settings
 
-SIMULATORS = {"alpha": "fleetsim-alpha", "beta": "fleetsim-beta", "trades": "fleetsim-trades"}
+SIMULATORS = {"alpha": "fleetsim-alpha", "beta": "fleetsim-beta", "trades": "fleetsim-trades",
+              "transactions": "fleetsim-transactions"}
 """Simulator → service name."""
 SERVERS = frozenset({"beta", "trades"})
 """Simulators that serve HTTP (``/head``, ``/health``)."""
@@ -73,8 +75,10 @@ def command(settings: Settings, sim: str, options: Sequence[str] = ()) -> list[s
     ``options`` (argparse keeps the last value of a flag, so they win)."""
     service_name(sim)
     layout = settings.layout
+    store_url = f"sqlite:///{layout.root.resolve()}/transactions.db"
     defaults = {"alpha": [], "beta": ["--data-dir", str(layout.beta_dir)],
-                "trades": ["--data-dir", str(layout.root / "data" / "trades")]}  # fmt: skip
+                "trades": ["--data-dir", str(layout.root / "data" / "trades")],
+                "transactions": ["--store-url", store_url]}  # fmt: skip
     return [sys.executable, "-m", "streamops", "--state-root", str(settings.state_root),
             "sim", sim, *defaults[sim], *options]  # fmt: skip
 
@@ -141,7 +145,8 @@ def status(settings: Settings, sims: Iterable[str] | None = None) -> list[SimSta
 
 
 def _ready(found: SimStatus, record: PidRecord) -> bool:
-    """A server answers ``/head``; alpha logged that it writes."""
+    """A server answers ``/head``; alpha and the transactions producer logged that they
+    write."""
     if found.sim in SERVERS:
         return found.host is not None and found.port is not None and (
             _head(found.host, found.port) is not None

@@ -133,3 +133,29 @@ def add_trades_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--progress-every", type=float, default=10.0, metavar="SECONDS", help="log this often"
     )
+
+
+def add_transactions_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``sim transactions``."""
+    parser.add_argument(
+        "--store-url", default=None, metavar="URL",
+        help="SQLAlchemy URL of the store of `transactions` and its journal (default "
+        "sqlite:///<state-root>/transactions.db; PostgreSQL: postgresql+psycopg2://...)",
+    )  # fmt: skip
+    parser.add_argument("--rate", type=float, default=10.0, help="changes per second (default 10)")
+    parser.add_argument(
+        "--max-entries", type=int, default=None, metavar="N", help="stop after N changes"
+    )
+    parser.add_argument(
+        "--capacity", type=int, default=9000, metavar="N",
+        help="entries the event journal keeps, the oldest trimmed (default 9000)",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=int, default=1, help="seed of the changes (default 1)")
+    parser.add_argument(
+        "--journal", default=None, metavar="PATH",
+        help="append every journal entry written to this JSONL record file (the oracle's, "
+        "unbounded)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--progress-every", type=float, default=10.0, metavar="SECONDS", help="log this often"
+    )
