@@ -13,8 +13,8 @@ import pytest
 from spark_jobs.sinks import journal_store as js
 from spark_jobs.sinks import store
 from streamops.cli import main
-from streamops.cluster.daemons import pid_alive
 from streamops.exceptions import SimulatorError
+from streamops.processes import pid_alive
 from streamops.settings import Settings
 from streamops.sim import background
 from streamops.sim.transactions import TransactionChanges, TransactionSimulator, read_records
