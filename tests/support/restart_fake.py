@@ -41,6 +41,7 @@ class FakeCluster:
     answering: bool = True  # the driver answers at its next look
     stopping: str | None = None  # the driver that answered a cancel: gone at the next look
     submitted: int = 0
+    left: list[str] = field(default_factory=list)  # other drivers of the job (a relaunch)
 
     # the driver, at a batch boundary
     def _boundary(self) -> None:
@@ -81,15 +82,20 @@ class FakeCluster:
             raise JobError(f"job {job} is not running")
         return self.view(job)
 
+    def drivers(self, job: str) -> list[Any]:
+        self._boundary()
+        return [SimpleNamespace(id=d) for d in [self.driver, *self.left] if d]
+
     def cancel(self, job: str) -> list[str]:
-        self.calls.append(f"cancel {self.driver}")
-        killed, self.driver = self.driver, None
-        return [killed] if killed else []
+        killed = [d for d in [*self.left, self.driver] if d]
+        self.calls.append(f"cancel {' '.join(killed)}")
+        self.driver, self.left = None, []
+        return killed
 
     # the submission
     def start(self, spec: JobSpec, settings: Settings, savepoint: str, stages: Any,
               **_: Any) -> str:  # fmt: skip
-        if self.driver is not None:
+        if self.driver is not None or self.left:
             raise JobError(f"job {spec.name} is already running")
         self.submitted += 1
         self.app += 1

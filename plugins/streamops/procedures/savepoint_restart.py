@@ -199,12 +199,25 @@ def start_from_savepoint(settings: Settings, job: str, owner: str) -> SavepointR
                                         owner=owner)  # fmt: skip
     if intent.new_driver is None:
         stages = list(get_savepoint(settings.layout, intent.savepoint, job=job).stages)
+        _clear_left_drivers(settings, job)
         _save(settings, intent, "start-from-savepoint")
         intent.new_driver = restore.start_from_savepoint(
             intent.job_spec(), settings, intent.savepoint, stages, wait_healthy=None
         )
     _done(settings, intent, "start_from_savepoint", "started")
     return intent
+
+
+def _clear_left_drivers(settings: Settings, job: str) -> None:
+    """The job was stopped by this restart's savepoint with cancel, so a driver of it the
+    master still lists is left over (a relaunch waiting for cores after the master or a node
+    came back, a standby that did not stand down): it would refuse the start or hold the
+    cores it needs. Killed, and said."""
+    registry = JobRegistry(settings)
+    if registry.drivers(job):
+        killed = registry.cancel(job)
+        log.warning("job %s: driver(s) %s were left after the restart stopped it with a "
+                    "savepoint; killed before the start from it", job, ", ".join(killed))
 
 
 def verify(

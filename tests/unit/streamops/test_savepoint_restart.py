@@ -129,6 +129,19 @@ def test_the_cli_restart_runs_the_steps(cluster: FakeCluster) -> None:
     assert intent is not None and intent.owner == "cli" and intent.phase == "done"
 
 
+def test_a_driver_left_after_the_savepoint_with_cancel_is_killed_before_the_start(
+    cluster: FakeCluster,
+) -> None:
+    """A relaunch of the job waiting for cores (the master relaunched a driver it found
+    unclaimed after it came back) is still listed once the restart stopped the job: the start
+    from the savepoint kills it first instead of refusing "already running"."""
+    cluster.left = ["driver-9"]
+    outcome = restart.restart_job(cluster.settings, JOB, "savepoint", savepoint="sp-left")
+    assert outcome.driver_id == "driver-2"
+    assert cluster.calls == ["savepoint sp-left cancel=True", "ended driver-1", "cancel driver-9",
+                             "submit v1 from sp-left as driver-2", "verify driver-2"]
+
+
 def test_a_failed_start_keeps_the_savepoint(
     cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
