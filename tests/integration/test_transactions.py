@@ -24,7 +24,7 @@ from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
 from streamops.sim.transactions import TransactionSimulator, read_records
 from streamops.spec import JobSpec, load_spec
-from streamops.state import savepoints
+from streamops.state.savepoints import catalogue
 
 pytestmark = pytest.mark.integration
 JOB = "transactions-it"
@@ -51,7 +51,7 @@ def test_v1_savepoint_with_cancel_then_v2_logs_each_entry_once(
         wait_until(lambda: len(journal_store.read_log(engine)) >= 20, 60, "v1 to log entries")
         result = savepoint_job(settings, JOB, "tx-it-v1", cancel=True)
         assert result.ok, result
-        manifest = savepoints.get_savepoint(settings.layout, "tx-it-v1")
+        manifest = catalogue.get_savepoint(settings.layout, "tx-it-v1")
         assert set(manifest.stages) == {transactions.STAGE}
         position = int(earliest_positions(manifest)[transactions.SOURCE_ID]["sequence"])
         logged_by_v1 = journal_store.read_log(engine)
