@@ -277,7 +277,7 @@ class BetaStreamReader(DataSourceStreamReader):
         assert isinstance(partition, BetaRange)
         rows: Iterator[tuple[int, str]] | list[tuple[int, str]] | None = None
         if self.spool_dir and partition.stream:
-            spool = self._spool_of(partition.stream, getattr(partition, "generation", 0))
+            spool = self._spool_of(partition.stream, partition.generation)
             rows = spool.read(partition.since, partition.until)
         if rows is None:
             rows = fetch_range(

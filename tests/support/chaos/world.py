@@ -12,7 +12,6 @@ taken from the stage's checkpoint when the job stopped on the reset).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,14 +109,6 @@ class ChaosWorld:
             changes["standby"] = self.standby
         return base.model_copy(update=changes)
 
-    def spec_file(self, file: str = "fleet-pings.yaml") -> Path:
-        import yaml
-
-        spec = self.spec(file)
-        out = self.workdir / f"{spec.name}-{spec.version}.yaml"
-        out.write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
-        return out
-
     def describe(self) -> str:
         return describe_job(self.registry.view(self.job))
 
@@ -202,7 +193,3 @@ class ChaosWorld:
             return self.compare(), took
         finally:
             self.release()
-
-    def journal_summary(self) -> str:
-        counts = {p.name: len(read_journal(p)) for p in self.beta_histories}
-        return json.dumps({"alpha": len(read_journal(self.workdir / "alpha.jsonl")), **counts})
