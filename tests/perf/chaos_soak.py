@@ -91,7 +91,8 @@ def main() -> int:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit)
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
-    print(f"chaos soak: seed {args.seed}, {args.steps} steps", flush=True)
+    only = [n for n in args.only.split(",") if n]
+    print(f"chaos soak: seed {args.seed}, {len(only) or args.steps} steps", flush=True)
     root = Path(tempfile.mkdtemp(prefix="streamops-chaos-"))
     settings = Settings.from_env({}, state_root=str(root), master_port=free_port(),
                                  master_webui_port=free_port(), rest_port=free_port())
@@ -113,7 +114,6 @@ def main() -> int:
                            standby=args.standby, postgres_url=pg_url)
         world.start()
         submit_job(world.spec(), settings, wait_healthy=300)
-        only = [n for n in args.only.split(",") if n]
         run_campaign(world, args.seed, len(only) or args.steps, short=False, only=only,
                      out=reports, stop_at_failure=not args.keep_going)  # fmt: skip
     finally:
