@@ -26,6 +26,7 @@ from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state import control
 from streamops.state.layout import append_jsonl
+from streamops.verdict import Observation
 
 JOB = "fleet-pings"
 V1 = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
@@ -49,6 +50,15 @@ class FakeCluster:
         live = self.job_driver in self.live
         return SimpleNamespace(is_live=live, driver_id=self.job_driver, status={},
                                state="RUNNING" if live else "FINISHED", stages={})  # fmt: skip
+
+    def observe(self, job: str, since_driver: str | None = None) -> Observation:
+        live = self.job_driver in self.live
+        view = SimpleNamespace(name=job, version="2", driver_id=self.job_driver, is_live=live,
+                               healthy=live and self.healthy, ended=not live,
+                               state="RUNNING" if live else "FINISHED",
+                               driver_state="RUNNING" if live else "FINISHED",
+                               status={"driver_id": self.job_driver}, stages={})  # fmt: skip
+        return Observation(view, since_driver, since_live=live)  # type: ignore[arg-type]
 
     def driver_live(self, driver: str) -> bool:
         return driver in self.live

@@ -52,6 +52,7 @@ from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state.layout import write_json_atomic
 from streamops.state.savepoints.catalogue import get_savepoint
+from streamops.verdict import Outcome, health_verdict
 
 log = logging.getLogger("streamops.procedures.upgrade")
 
@@ -359,6 +360,12 @@ def rollback(
         return Rollback(False, f"nothing to roll back: {why}")
     registry = JobRegistry(settings)
     if reason is None:
+        healthy = _healthy_now(registry, job, intent.new_driver)
+        if healthy is not None:  # what failed was not the job (e.g. the orchestrator)
+            log.warning("upgrade of %s: not rolled back: %s", job, healthy)
+            return Rollback(False, f"not rolled back: {healthy}; what failed was not the "
+                                   "job: finish the upgrade (clear the failed verify task, or "
+                                   "run `streamops upgrade` again)")  # fmt: skip
         view = registry.view(job)
         reason = (f"driver {intent.new_driver or '(none started)'} is {view.state}; "
                   f"{registry.failure_detail(view, intent.new_driver)}")  # fmt: skip
@@ -371,6 +378,19 @@ def rollback(
     return Rollback(True, f"job {job} v{intent.to_version} did not become healthy ({reason}); "
                           f"rolled back to v{intent.from_version} from savepoint "
                           f"{intent.savepoint}")  # fmt: skip
+
+
+def _healthy_now(registry: JobRegistry, job: str, new_driver: str | None) -> str | None:
+    """The verdict's message when the new version is healthy on ``new_driver`` right now (a
+    rollback asked for without a reason, by a verify task that failed, must not undo a
+    healthy upgrade: an Airflow restart under the task fails it too); else None."""
+    if not new_driver:
+        return None
+    try:
+        verdict = health_verdict(registry.observe(job, new_driver))
+    except StreamopsError:
+        return None
+    return verdict.message if verdict.outcome is Outcome.HEALTHY else None
 
 
 def abort_standby(settings: Settings, job: str, owner: str) -> bool:
