@@ -176,6 +176,8 @@ def _outcome(status: DeploymentStatus, applied: Applied, record: InFlight,
     assert isinstance(dep, Deployment)
     status.observed_generation = gen
     status.message = outcome.message
+    status.last_action = {"action": record.action, "seconds": round(now - record.started_at, 2),
+                          **outcome.times}  # fmt: skip
     status.conditions = set_condition(status.conditions, "Progressing", False, record.action,
                                       outcome.message)  # fmt: skip
     if (

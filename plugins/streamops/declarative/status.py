@@ -93,6 +93,7 @@ class DeploymentStatus(BaseModel):
     blocked: Blocked | None = None
     failed: FailedAction | None = None
     last_periodic: float | None = None
+    last_action: dict[str, Any] = Field(default_factory=dict)  # action, seconds, its times
     message: str = ""
     updated_at: float | None = None
 

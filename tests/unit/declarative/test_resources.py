@@ -36,10 +36,16 @@ def test_the_examples_load() -> None:
 
 def test_spec_file_relative_to_the_resource(tmp_path: Path) -> None:
     (tmp_path / "jobs").mkdir()
-    write(tmp_path / "jobs", "name: tx\nversion: '1'\nentrypoint: spark_jobs.transactions\n",
-          "tx.yaml")  # fmt: skip
-    path = write(tmp_path, "kind: JobDeployment\nname: tx\nspec_file: jobs/tx.yaml\n"
-                 "savepoints: {interval: 10 minutes, max_count: 3, max_age: 7d}\n")  # fmt: skip
+    write(
+        tmp_path / "jobs",
+        "name: tx\nversion: '1'\nentrypoint: spark_jobs.transactions\n",
+        "tx.yaml",
+    )
+    path = write(
+        tmp_path,
+        "kind: JobDeployment\nname: tx\nspec_file: jobs/tx.yaml\n"
+        "savepoints: {interval: 10 minutes, max_count: 3, max_age: 7d}\n",
+    )
     (dep,) = load_resources(path)
     assert isinstance(dep, Deployment)
     assert dep.spec.version == "1" and dep.state == "running" and dep.upgrade.mode == "savepoint"
@@ -47,7 +53,9 @@ def test_spec_file_relative_to_the_resource(tmp_path: Path) -> None:
 
 
 def test_every_bad_field_is_one_line(tmp_path: Path) -> None:
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
 kind: JobDeployment
 name: tx
 state: paused
@@ -56,17 +64,27 @@ upgrade: {mode: fast, standby: cold}
 savepoints: {interval: soon, cron: '* * *', max_count: 0}
 initial_savepoint: ../etc
 spec: {name: tx, version: '1', entrypoint: 'not a module', trigger_interval: '0 s'}
-""")
+""",
+    )
     with pytest.raises(ConfigError) as err:
         load_resources(path)
     lines = str(err.value).splitlines()
     assert lines[0] == f"{path}: invalid JobDeployment"
     fields = sorted(line.split(":")[0].strip() for line in lines[1:])
-    assert fields == sorted([
-        "state", "restart_nonce", "upgrade.mode", "upgrade.standby", "savepoints.interval",
-        "savepoints.cron", "savepoints.max_count", "initial_savepoint", "spec.entrypoint",
-        "spec.trigger_interval",
-    ])  # fmt: skip
+    assert fields == sorted(
+        [
+            "state",
+            "restart_nonce",
+            "upgrade.mode",
+            "upgrade.standby",
+            "savepoints.interval",
+            "savepoints.cron",
+            "savepoints.max_count",
+            "initial_savepoint",
+            "spec.entrypoint",
+            "spec.trigger_interval",
+        ]
+    )
 
 
 def test_missing_spec_and_other_errors_together(tmp_path: Path) -> None:
@@ -81,15 +99,20 @@ def test_missing_spec_and_other_errors_together(tmp_path: Path) -> None:
 
 
 def test_spec_name_must_be_the_deployment_name(tmp_path: Path) -> None:
-    path = write(tmp_path, "kind: JobDeployment\nname: tx\n"
-                 "spec: {name: other, version: '1', entrypoint: a.b}\n")  # fmt: skip
+    path = write(
+        tmp_path,
+        "kind: JobDeployment\nname: tx\nspec: {name: other, version: '1', entrypoint: a.b}\n",
+    )
     with pytest.raises(ConfigError, match="the spec's name 'other' is not the deployment's"):
         load_resources(path)
 
 
 def test_savepoint_request_and_unknown_kind(tmp_path: Path) -> None:
-    path = write(tmp_path, "kind: SavepointRequest\nname: tx-final\njob: tx\ncancel: true\n"
-                 "---\nkind: SavepointRequest\nname: Bad/Name\njob: tx\ncancel: maybe\n")  # fmt: skip
+    path = write(
+        tmp_path,
+        "kind: SavepointRequest\nname: tx-final\njob: tx\ncancel: true\n"
+        "---\nkind: SavepointRequest\nname: Bad/Name\njob: tx\ncancel: maybe\n",
+    )
     with pytest.raises(ConfigError) as err:
         load_resources(path)
     text = str(err.value)
