@@ -178,17 +178,26 @@ def test_tutorial_as_desired_state(spark_cluster: ClusterHandle, tmp_path: Path)
               "deployment")  # fmt: skip
         for _ in range(3):
             passed(reconcile_once(settings), "periodic-savepoint")
-        history = store.deployment_status(JOB).savepoint_history
-        assert len(history) == 2 and all(r.kind == "periodic" for r in history), history
+            time.sleep(1.1)  # the next one is due
+        status = store.deployment_status(JOB)
+        history = status.savepoint_history
+        # the newest two periodic ones; the upgrade's pruned; the suspend's kept: the running
+        # driver was started from it (protected)
+        assert sorted(r.kind for r in history) == ["periodic", "periodic", "suspend"], history
+        assert status.suspended is None and upgrade_sp not in {r.name for r in history}
         listed = {i.name for i in catalogue.list_savepoints(settings.layout, JOB)}
         assert {r.name for r in history} <= listed and EXPORT in listed
+        assert upgrade_sp not in listed
         apply(store, tmp_path, {**deployment, "savepoints": {"interval": "1 day",
                                                              "max_age": "2s"}}, "deployment")
         time.sleep(2.5)
         passed(reconcile_once(settings), "prune")
         history = store.deployment_status(JOB).savepoint_history
         newest = max(catalogue.list_savepoints(settings.layout, JOB), key=lambda i: i.created_at)
-        assert [r.name for r in history] == [newest.name], history  # the newest restorable
+        # every savepoint of the history is older than 2 s: the newest restorable stays, and
+        # the protected one
+        assert [r.name for r in history if r.kind == "periodic"] == [newest.name], history
+        assert [r.kind for r in history if r.name != newest.name] == ["suspend"], history
         assert catalogue.get_savepoint(settings.layout, EXPORT)  # the request's export stays
 
         # the oracle: every entry exactly once, each by the version that ran then
