@@ -25,6 +25,7 @@ from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.procedures import restart as restarts
 from streamops.procedures import savepoint_restart, savepoint_taking, upgrade_steps
+from streamops.procedures.intents import record_intent
 from streamops.procedures.restore import clear_stale_checkpoint, start_from_savepoint
 from streamops.procedures.savepoint_taking import SavepointCancel
 from streamops.procedures.submit import submit_job
@@ -210,6 +211,8 @@ def restart_from_checkpoint(settings: Settings, record: InFlight, save: Save,
                                    owner=record.owner)  # fmt: skip
     except JobError as exc:
         raise JobError(f"restart of {dep.name} from its last checkpoint failed: {exc}") from exc
+    record_intent(settings, dep.name, "restart", "done", mode="last-checkpoint", savepoint=None,
+                  driver_id=driver, owner=record.owner)  # fmt: skip
     return Outcome("restarted from its last checkpoint", driver=driver)
 
 
