@@ -5,7 +5,8 @@ apply v1 → running; a savepoint request with cancel → Exported, the job Canc
 for the stopped job → Failed; apply v2 from the request's savepoint → running; a pass with
 nothing to do; apply v3 → upgraded (savepoint, plan, start); suspend → Suspended (savepoint
 with cancel); resume, the reconcile killed (SIGKILL) during the start → the next pass finishes
-it without a second submission; a schedule takes savepoints and prunes them by count and by
+it without a second submission; the driver killed → restarted from its last checkpoint; a
+schedule takes savepoints and prunes them by count and by
 age, keeping the newest restorable one and leaving the request's export alone. Then the oracle
 over ``transaction_log``: every journal entry logged exactly once across v1, v2 and v3.
 """
@@ -173,18 +174,25 @@ def test_tutorial_as_desired_state(spark_cluster: ClusterHandle, tmp_path: Path)
         assert status.phase == "Running" and status.suspended is None
         assert registry.view(JOB).healthy
 
+        # its driver killed behind the reconcile's back (not relaunched) → restarted from the
+        # last checkpoint
+        dead = registry.view(JOB).driver_id
+        assert dead
+        registry.kill_driver(JOB, dead)
+        wait_until(lambda: not registry.view(JOB).is_live, 60, "the killed driver to end")
+        passed(reconcile_once(settings), "restart-last-checkpoint")
+        assert registry.view(JOB).healthy and registry.view(JOB).driver_id != dead
+
         # a schedule: periodic savepoints, pruned by count, then by age
         apply(store, tmp_path, {**deployment, "savepoints": {"interval": "1s", "max_count": 2}},
               "deployment")  # fmt: skip
         for _ in range(3):
             passed(reconcile_once(settings), "periodic-savepoint")
             time.sleep(1.1)  # the next one is due
-        status = store.deployment_status(JOB)
-        history = status.savepoint_history
-        # the newest two periodic ones; the upgrade's pruned; the suspend's kept: the running
-        # driver was started from it (protected)
-        assert sorted(r.kind for r in history) == ["periodic", "periodic", "suspend"], history
-        assert status.suspended is None and upgrade_sp not in {r.name for r in history}
+        history = store.deployment_status(JOB).savepoint_history
+        # the newest two, both periodic: the upgrade's and the suspend's were pruned (the
+        # running driver was restarted from its checkpoint, not from the suspend's savepoint)
+        assert [r.kind for r in history] == ["periodic", "periodic"], history
         listed = {i.name for i in catalogue.list_savepoints(settings.layout, JOB)}
         assert {r.name for r in history} <= listed and EXPORT in listed
         assert upgrade_sp not in listed
@@ -194,10 +202,8 @@ def test_tutorial_as_desired_state(spark_cluster: ClusterHandle, tmp_path: Path)
         passed(reconcile_once(settings), "prune")
         history = store.deployment_status(JOB).savepoint_history
         newest = max(catalogue.list_savepoints(settings.layout, JOB), key=lambda i: i.created_at)
-        # every savepoint of the history is older than 2 s: the newest restorable stays, and
-        # the protected one
-        assert [r.name for r in history if r.kind == "periodic"] == [newest.name], history
-        assert [r.kind for r in history if r.name != newest.name] == ["suspend"], history
+        # every savepoint of the history is older than 2 s: the newest restorable one stays
+        assert [r.name for r in history] == [newest.name], history
         assert catalogue.get_savepoint(settings.layout, EXPORT)  # the request's export stays
 
         # the oracle: every entry exactly once, each by the version that ran then
