@@ -157,3 +157,37 @@ def test_delete_removes_a_deployment_whose_job_does_not_run(world: dict[str, Any
     result = reconcile.reconcile_once(settings)
     assert [a for _, a, _ in result.actions] == ["remove"]
     assert store.names("JobDeployment") == []
+
+
+def test_a_refused_plan_leaves_the_job_running_and_a_suspend_goes_through(
+    world: dict[str, Any],
+) -> None:
+    store, settings = world["store"], world["settings"]
+    store.apply(dep("a"))
+    reconcile.reconcile_once(settings)
+    store.apply(dep("a", spec={"version": "2"}))
+    plan = "upgrade plan a v1 → v2\n  INCOMPATIBLE  counts: keys changed\nverdict: REFUSED"
+    real = act.act_deployment
+
+    def refused(settings: Settings, record: InFlight, save: Any, d: Deployment) -> act.Outcome:
+        if record.action == "upgrade":
+            world["calls"].append((d.name, record.action, record.owner))
+            return act.Outcome("refused", blocked_plan=plan)
+        return real(settings, record, save, d)
+
+    act.act_deployment = refused  # type: ignore[assignment]
+    try:
+        assert reconcile.reconcile_once(settings).ok  # refused is no error: the job runs on
+        status = store.deployment_status("a")
+        blocked = status.condition("UpgradeBlocked")
+        assert blocked and blocked.status == "True" and blocked.message == plan
+        assert status.phase == "Running" and status.version == "1"
+        calls = len(world["calls"])
+        reconcile.reconcile_once(settings)
+        assert len(world["calls"]) == calls  # not planned again for this generation
+        store.apply(dep("a", spec={"version": "2"}, state="suspended"))
+        reconcile.reconcile_once(settings)
+        assert world["calls"][-1][1] == "suspend"
+        assert store.deployment_status("a").phase == "Suspended"
+    finally:
+        act.act_deployment = real  # type: ignore[assignment]
