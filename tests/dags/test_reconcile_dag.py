@@ -6,11 +6,11 @@ passes on a real cluster are tests/integration/test_declarative.py (the DAG's ta
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support.airflow_fixture import environ_set
 from support.dag_runs import load_dag, task_states
 
 from streamops.declarative.resources import SavepointRequest
@@ -25,17 +25,8 @@ pytestmark = pytest.mark.usefixtures("airflow_db")
 def settings(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[Settings]:
     settings = Settings.from_env({}, state_root=str(tmp_path / "state"),
                                  master_webui_port=free_port(), rest_port=free_port())  # fmt: skip
-    env = settings.to_env()
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with environ_set(settings.to_env()):
         yield settings
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def test_a_green_pass_then_a_failed_pass_notifies(settings: Settings) -> None:

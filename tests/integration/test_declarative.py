@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from support.integration import ClusterHandle, describe_job, wait_until
+from support.journal_oracle import check_logged_once, wait_logged
 
 from spark_jobs import transactions
 from spark_jobs.sinks import journal_store
@@ -35,7 +36,7 @@ from streamops.declarative.store import Store
 from streamops.jobs import read_submissions
 from streamops.procedures.restore import earliest_positions
 from streamops.settings import PROJECT_ROOT
-from streamops.sim.transactions import TransactionSimulator, read_records
+from streamops.sim.transactions import TransactionSimulator
 from streamops.state.savepoints import catalogue
 
 pytestmark = pytest.mark.integration
@@ -209,20 +210,9 @@ def test_tutorial_as_desired_state(spark_cluster: ClusterHandle, tmp_path: Path)
         # the oracle: every entry exactly once, each by the version that ran then
         producer.stop()
         last = producer.last_sequence
-        wait_until(
-            lambda: max((int(r["sequence"]) for r in journal_store.read_log(engine)), default=0)
-            >= last, 120, f"the job to log up to entry {last}",
-            describe=lambda: describe_job(registry.view(JOB)),
-        )  # fmt: skip
-        written = read_records(record_file)
-        logged = journal_store.read_log(engine)
-        assert [e.sequence for e in written] == list(range(1, last + 1))
-        assert [int(r["sequence"]) for r in logged] == [e.sequence for e in written]
-        for entry, row in zip(written, logged, strict=True):
-            assert (row["id"], row["op"], row["payload"]) == (entry.id, entry.op, entry.payload)
-            expected = ("1" if entry.sequence <= position else
-                        "2" if entry.sequence <= upgraded_at else "3")  # fmt: skip
-            assert row["job_version"] == expected, (row, position, upgraded_at)
+        wait_logged(engine, last, describe=lambda: describe_job(registry.view(JOB)))
+        check_logged_once(engine, record_file, last,
+                          lambda n: "1" if n <= position else "2" if n <= upgraded_at else "3")
         figures["test (s)"] = time.monotonic() - started
         print("declarative figures: " + json.dumps({k: round(v, 2) for k, v in figures.items()}))
     finally:

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 from support.integration import ClusterHandle, describe_job, wait_until
+from support.journal_oracle import check_logged_once, wait_logged
 
 from spark_jobs import transactions
 from spark_jobs.sinks import journal_store
 from streamops.procedures.restore import earliest_positions, start_from_savepoint
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
-from streamops.sim.transactions import TransactionSimulator, read_records
+from streamops.sim.transactions import TransactionSimulator
 from streamops.spec import JobSpec, load_spec
 from streamops.state.savepoints import catalogue
 
@@ -65,19 +66,9 @@ def test_v1_savepoint_with_cancel_then_v2_logs_each_entry_once(
         producer.stop()
         last = producer.last_sequence
         assert last > position
-        wait_until(
-            lambda: max((int(r["sequence"]) for r in journal_store.read_log(engine)), default=0)
-            >= last, 120, f"v2 to log up to entry {last}",
-            describe=lambda: describe_job(registry.view(JOB)),
-        )  # fmt: skip
-
-        written = read_records(record_file)
-        logged = journal_store.read_log(engine)
-        assert [e.sequence for e in written] == list(range(1, last + 1))
-        assert [int(r["sequence"]) for r in logged] == [e.sequence for e in written]
-        for entry, row in zip(written, logged, strict=True):
-            assert (row["id"], row["op"], row["payload"]) == (entry.id, entry.op, entry.payload)
-            assert row["job_version"] == ("1" if entry.sequence <= position else "2"), row
+        wait_logged(engine, last, describe=lambda: describe_job(registry.view(JOB)))
+        logged = check_logged_once(engine, record_file, last,
+                                   lambda n: "1" if n <= position else "2")
         by_v2 = sum(1 for r in logged if r["job_version"] == "2")
         print(f"transactions: {last} entries, {position} logged by v1, {by_v2} by v2, "
               f"{time.monotonic() - started:.1f}s")  # fmt: skip

@@ -3,6 +3,7 @@ environment of the session's cluster for DAG runs with ``dag.test()``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -18,10 +19,9 @@ def airflow_db() -> None:
     db.initdb()
 
 
-@pytest.fixture
-def streamops_env(spark_cluster: ClusterHandle) -> Iterator[dict[str, str]]:
-    """Point the ops library (as DAG tasks see it) at the session's cluster, for one test."""
-    env = spark_cluster.settings.to_env()
+@contextlib.contextmanager
+def environ_set(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """``env`` in ``os.environ`` for the block, the previous values back after it."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -32,3 +32,10 @@ def streamops_env(spark_cluster: ClusterHandle) -> Iterator[dict[str, str]]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture
+def streamops_env(spark_cluster: ClusterHandle) -> Iterator[dict[str, str]]:
+    """Point the ops library (as DAG tasks see it) at the session's cluster, for one test."""
+    with environ_set(spark_cluster.settings.to_env()) as env:
+        yield env
