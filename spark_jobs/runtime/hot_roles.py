@@ -25,13 +25,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
+from streamops.hosts import this_host
 from streamops.state import lease
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
@@ -49,7 +49,7 @@ def own_holder() -> str:
     """How this driver names itself in the lease, as its status does (a cluster-mode driver
     runs in ``<worker dir>/<driver id>``; else ``host:pid``)."""
     cwd = Path.cwd().name
-    return cwd if DRIVER_ID.match(cwd) else f"{socket.gethostname()}:{os.getpid()}"
+    return cwd if DRIVER_ID.match(cwd) else f"{this_host()}:{os.getpid()}"
 
 
 class Role(Enum):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +42,7 @@ from spark_jobs.runtime.warmup import warm_executors
 from streamops.cluster.client import MasterClient
 from streamops.cluster.submission import submit_hot_standby
 from streamops.exceptions import StreamopsError
+from streamops.hosts import this_host
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.state import lease
@@ -156,7 +156,7 @@ def stand_by(
     ident = ctx.board.snapshot()
     doc = {
         "driver_id": ident.get("driver_id"), "app_id": ident.get("app_id"),
-        "version": ctx.spec.version, "host": socket.gethostname(), "pid": os.getpid(),
+        "version": ctx.spec.version, "host": this_host(), "pid": os.getpid(),
         "worker_dir": str(Path.cwd().parent), "behind": behind.holder, "epoch": behind.epoch,
         "executors": executors, "rehearsal_failed": (rehearsal or {}).get("failed") or None,
         "armed_s": armed_s, "warm_up_s": round(time.monotonic() - started, 2),

@@ -12,13 +12,13 @@ finds a different epoch in the file has lost its lease and must stop writing.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from streamops.exceptions import JobError
+from streamops.hosts import this_host
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
 from streamops.state.locks import file_lock
 
@@ -71,7 +71,7 @@ def acquire(
         now = time.time()
         lease = Lease(
             job=job, epoch=(current.epoch + 1) if current else 1, holder=holder, app_id=app_id,
-            host=socket.gethostname(), pid=os.getpid(), acquired_at=now, heartbeat_at=now,
+            host=this_host(), pid=os.getpid(), acquired_at=now, heartbeat_at=now,
             ttl=ttl,
         )  # fmt: skip
         write_json_atomic(layout.lease_file(job), asdict(lease))
@@ -83,7 +83,7 @@ def holder_gone(lease: Lease) -> bool:
     driver relaunched after its node died (a new driver id) then takes the job over at once
     instead of waiting out the TTL; a holder on another host is waited for (its heartbeat is
     the only evidence)."""
-    if lease.host != socket.gethostname() or lease.pid <= 0:
+    if lease.host != this_host() or lease.pid <= 0:
         return False
     try:
         os.kill(lease.pid, 0)
