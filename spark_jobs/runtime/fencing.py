@@ -8,17 +8,20 @@ gives it up on a clean stop.
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 from pyspark.sql import DataFrame
 
 from spark_jobs.runtime.protocols import BatchSink
 from spark_jobs.runtime.status import StatusBoard
+from streamops.cluster.recovery import driver_persisted
 from streamops.state import lease
 from streamops.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.runtime")
 HEARTBEAT_S = 2.0
+DRIVER_ID = re.compile(r"^driver-\d+-\d+$")
 
 
 class LeaseFence:
@@ -41,7 +44,8 @@ class LeaseFence:
         while True:
             try:
                 self.lease = lease.acquire(self.layout, self.job, self.holder,
-                                           app_id=self.board.snapshot().get("app_id"))  # fmt: skip
+                                           app_id=self.board.snapshot().get("app_id"),
+                                           superseded=self.superseded)  # fmt: skip
                 log.info("job %s: lease epoch %s taken by %s", self.job, self.lease.epoch,
                          self.holder)  # fmt: skip
                 return
@@ -53,6 +57,24 @@ class LeaseFence:
                              "or expires", self.job)  # fmt: skip
                 waited = True
                 time.sleep(0.25)
+
+    def superseded(self, held: lease.Lease) -> bool:
+        """Whether ``held``'s driver is no longer one of the master's while this driver is:
+        the master relaunched it (its worker was declared dead: a node lost or cut off by
+        the network) or ended it. The master's FILESYSTEM recovery directory in the state
+        root says so (a file per driver it keeps); a holder cut off from the network may
+        still heartbeat through the shared state root, and is fenced here instead of being
+        waited for (it would never expire)."""
+        own = self.board.snapshot().get("driver_id")
+        if not own or not DRIVER_ID.match(held.holder) or held.holder == own:
+            return False
+        recovery = self.layout.recovery_dir
+        if not driver_persisted(recovery, str(own)) or driver_persisted(recovery, held.holder):
+            return False  # no master persists here, or it still keeps the holder
+        log.warning("job %s: lease holder %s (on %s, epoch %s) is no longer a driver of the "
+                    "master (relaunched or ended); this driver %s takes the lease over and "
+                    "fences it", self.job, held.holder, held.host, held.epoch, own)  # fmt: skip
+        return True
 
     def check(self) -> None:
         if self.lease is not None:

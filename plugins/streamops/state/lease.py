@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,12 +58,19 @@ def read_lease(layout: StateLayout, job: str) -> Lease | None:
 
 def acquire(
     layout: StateLayout, job: str, holder: str, *, app_id: str | None = None,
-    ttl: float = DEFAULT_TTL,
+    ttl: float = DEFAULT_TTL, superseded: Callable[[Lease], bool] | None = None,
 ) -> Lease:  # fmt: skip
-    """Take the job's lease for ``holder`` or raise :class:`Fenced` naming the live holder."""
+    """Take the job's lease for ``holder`` or raise :class:`Fenced` naming the live holder.
+
+    ``superseded`` tells whether a live-looking holder is no longer the cluster's (the
+    master relaunched it elsewhere: its host was cut off, yet it still reaches the shared
+    state root and heartbeats); such a holder is fenced at once, by the next epoch, and
+    stops at its next heartbeat or write."""
     with _locked(layout, job):
         current = read_lease(layout, job)
-        if current and current.holder != holder and current.fresh and not holder_gone(current):
+        if (current and current.holder != holder and current.fresh
+                and not holder_gone(current)
+                and not (superseded is not None and superseded(current))):  # fmt: skip
             raise Fenced(
                 f"job {job} is already run by driver {current.holder} on {current.host} "
                 f"(epoch {current.epoch}, heartbeat {time.time() - current.heartbeat_at:.0f}s "

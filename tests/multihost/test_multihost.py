@@ -1,0 +1,213 @@
+"""streamops beyond one machine, in network namespaces (``support.netns``): the master, three
+workers each with its node agent, and the simulators on hosts of their own, the state root
+one shared directory; the test process is the operator's machine on the same network.
+
+- security is on by default (``auto``: the master is not on loopback), and every refusal is
+  seen from another host: an agent without its token, the REST server without a signed token,
+  a worker without the RPC secret; every server is bound to its host's address (never every
+  interface, never loopback where the host's address is meant); no secret is in a log, a
+  status file, a manifest or a command line;
+- fleet-pings deployed across hosts (the oracle), its driver's host torn down (processes
+  killed, link cut) → the master relaunches it on another host, which takes the lease once
+  its TTL passed; every stage's next batch, then the oracle: nothing lost, nothing twice;
+- the health check and the dashboard see every host.
+
+Skipped, with the reason, where network namespaces cannot be made (not root, no ``ip``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.integration import describe_job, wait_until
+from support.multihost import (
+    AGENT_PORT,
+    WORKER_TIMEOUT_S,
+    HostFleet,
+    MultiHost,
+    multihost_cluster,
+    next_batches,
+)
+from support.netns import NetnsUnavailable, unavailable_reason
+
+from streamops.cluster import rest_auth, rpc_auth
+from streamops.procedures.submit import submit_job
+from streamops.state import lease
+
+pytestmark = [pytest.mark.integration, pytest.mark.multihost]
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiHost]:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"multi-host tests need network namespaces: {reason}")
+    try:
+        with multihost_cluster(tmp_path_factory.mktemp("multihost")) as cluster:
+            yield cluster
+    except NetnsUnavailable as exc:
+        pytest.skip(f"multi-host tests need network namespaces: {exc}")
+
+
+def _from(hosts: MultiHost, host: str, code: str) -> str:
+    """Run Python ``code`` on ``host`` (another machine of the network); its output."""
+    done = hosts.lab.run(hosts.hosts[host], [sys.executable, "-c", code], timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def test_security_is_on_by_default_across_hosts(hosts: MultiHost) -> None:
+    settings = hosts.settings
+    assert settings.rest_auth == "auto" and rest_auth.enabled(settings)  # not a forced flag
+    assert rpc_auth.enabled(settings)
+    master = hosts.hosts["master"]
+    worker = hosts.hosts["worker-1"]
+
+    # an agent refuses a request from another host without its token, or with another
+    agent = f"http://{worker.address}:{AGENT_PORT}/v1/nodes/worker-1/daemon/stop"
+    code = (
+        "import requests\n"
+        f"print(requests.post({agent!r}, timeout=10).status_code)\n"
+        f"print(requests.post({agent!r}, headers={{'Authorization': 'Bearer x'}},"
+        " timeout=10).status_code)\n"
+    )
+    assert _from(hosts, "sim", code).split() == ["401", "401"]
+    assert worker.address in hosts.alive_workers()  # it still runs
+
+    # the REST server refuses a submission without a signed token
+    rest = f"http://{master.address}:{settings.rest_port}/v1/submissions/status/driver-1"
+    status = _from(hosts, "sim", f"import requests\nprint(requests.get({rest!r}, "
+                                 "timeout=10).status_code)")  # fmt: skip
+    assert status in ("401", "403"), status
+
+    # a worker without the RPC secret, on another host, is refused by the master
+    stranger = _from(hosts, "sim", _STRANGER.format(master=settings.master_url,
+                                                    host=hosts.hosts["sim"].address,
+                                                    work=hosts.root / "stranger"))  # fmt: skip
+    assert "SASL" in stranger or "authenticat" in stranger.lower(), stranger[-2000:]
+    assert len(hosts.alive_workers()) == 3
+
+    # every server listens on its host's address (or loopback for what is local), never on
+    # every interface
+    for name, host in hosts.hosts.items():
+        for address in hosts.lab.listeners(host):
+            ip = address.rsplit(":", 1)[0].strip("[]")
+            assert ip in (host.address, "127.0.0.1", "::1", "::ffff:" + host.address), (
+                f"{name}: something listens on {address}")  # fmt: skip
+
+
+_STRANGER = """
+import os, subprocess, time
+from streamops.cluster.spark_home import check_spark_install
+env = {{k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}}
+env["SPARK_LOCAL_IP"] = "{host}"
+p = subprocess.Popen([str(check_spark_install().spark_class),
+    "org.apache.spark.deploy.worker.Worker", "--host", "{host}", "--cores", "1",
+    "--memory", "512m", "--work-dir", "{work}", "{master}"], env=env,
+    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
+out, deadline = [], time.monotonic() + 90
+for line in p.stdout:
+    out.append(line)
+    if "Failed to connect to master" in line or time.monotonic() > deadline:
+        break
+os.killpg(p.pid, 9)
+p.wait()
+print("".join(out[-60:]))
+"""
+
+
+def test_deploy_and_failover_across_hosts(hosts: MultiHost) -> None:
+    fleet = HostFleet(hosts)
+    fleet.start_simulators()
+    started = time.monotonic()
+    submit_job(fleet.spec(), hosts.settings, wait_healthy=300)
+    print(f"deployed across hosts in {time.monotonic() - started:.1f}s")
+    view = hosts.registry.view(fleet.job)
+    stages = set(view.stages)
+    driver = view.driver_id
+    assert driver is not None
+    node = hosts.node_of_driver(driver)
+    held = lease.read_lease(hosts.settings.layout, fleet.job)
+    assert held is not None and held.host == hosts.hosts[node].address  # its node's address
+
+    # the health check and the dashboard see every host
+    from streamops.health.checks import Thresholds, check_cluster, check_jobs, gather
+    from streamops.health.report import Level
+
+    obs = gather(hosts.settings, Thresholds(expected_workers=3), groups=["cluster", "jobs"])
+    results = [*check_cluster(obs), *check_jobs(obs)]
+    assert all(r.level == Level.OK for r in results), [r.message for r in results]
+    assert obs.workers is not None
+    assert sorted(str(w.name) for w in obs.workers.workers if w.state == "ALIVE") == [
+        "worker-1", "worker-2", "worker-3"], obs.workers  # fmt: skip
+    _dashboard_sees(hosts, fleet.job)
+
+    # the driver's host torn down: its processes killed, its link gone
+    cut_at = hosts.lab.tear_down(hosts.hosts[node])
+
+    def relaunched() -> bool:
+        v = hosts.registry.view(fleet.job)
+        return v.driver_id not in (None, driver) and v.driver_state == "RUNNING"
+
+    wait_until(relaunched, 180, "the driver relaunched on another host",
+               describe=lambda: describe_job(hosts.registry.view(fleet.job)))  # fmt: skip
+    gap = wait_until(lambda: next_batches(hosts.settings, fleet.job, cut_at, stages), 240,
+                     "every stage's next batch after the host was torn down",
+                     describe=lambda: describe_job(hosts.registry.view(fleet.job)))  # fmt: skip
+    new_node = hosts.node_of_driver(str(hosts.registry.view(fleet.job).driver_id))
+    taken = lease.read_lease(hosts.settings.layout, fleet.job)
+    assert new_node != node and taken is not None and taken.epoch > held.epoch
+    assert taken.host == hosts.hosts[new_node].address
+    print(f"FIGURE failover across hosts ({node} torn down, spark.worker.timeout "
+          f"{WORKER_TIMEOUT_S}s, lease TTL {lease.DEFAULT_TTL:.0f}s): every stage's next batch "
+          f"{gap:.1f}s after; driver now on {new_node}")
+    fleet.finish_and_check()
+
+    _no_secret_anywhere(hosts)
+
+
+def _dashboard_sees(hosts: MultiHost, job: str) -> None:
+    """The dashboard's JSON API (served in process here) lists the job and every worker."""
+    from fastapi.testclient import TestClient
+
+    from streamops.dashboard.app import create_app
+
+    with TestClient(create_app(hosts.settings)) as client:
+        text = " ".join(client.get(p).text for p in ("/api/jobs", "/api/health"))
+    assert job in text, text[:2000]
+
+
+def _no_secret_anywhere(hosts: MultiHost) -> None:
+    """No key or token in a log, status, manifest or any other file of the state root but
+    its own file and the daemons' private properties files; none on a command line."""
+    layout = hosts.settings.layout
+    secrets = {
+        "rest key": rest_auth.secret_file(hosts.settings).read_text().strip(),
+        "rpc secret": rpc_auth.secret_file(hosts.settings).read_text().strip(),
+        "agent token": layout.agent_token_file.read_text().strip(),
+    }
+    own = {rest_auth.secret_file(hosts.settings), rpc_auth.secret_file(hosts.settings),
+           layout.agent_token_file}  # fmt: skip
+    for path in hosts.root.rglob("*"):
+        if not path.is_file() or path in own or path.name.endswith("-auth.properties"):
+            continue
+        if layout.recovery_dir in path.parents:  # private (0700); REST submissions carry none
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        for what, value in secrets.items():
+            assert value.encode() not in data, f"the {what} is in {path}"
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            for what, value in secrets.items():
+                assert value.encode() not in cmdline, f"the {what} is on pid {proc.name}'s line"
