@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.faults import driver_jvm_pid
 from support.integration import describe_job, wait_until
 from support.multihost import (
     AGENT_PORT,
@@ -35,6 +36,7 @@ from support.multihost import (
 from support.netns import NetnsUnavailable, unavailable_reason
 
 from streamops.cluster import rest_auth, rpc_auth
+from streamops.cluster.client import MasterClient
 from streamops.procedures.submit import submit_job
 from streamops.state import lease
 
@@ -120,21 +122,25 @@ print("".join(out[-60:]))
 """
 
 
-def test_deploy_and_failover_across_hosts(hosts: MultiHost) -> None:
-    fleet = HostFleet(hosts)
-    fleet.start_simulators()
+@pytest.fixture(scope="module")
+def fleet(hosts: MultiHost) -> Iterator[HostFleet]:
+    """fleet-pings deployed across the hosts (the simulators on theirs), healthy."""
+    run = HostFleet(hosts)
+    run.start_simulators()
     started = time.monotonic()
-    submit_job(fleet.spec(), hosts.settings, wait_healthy=300)
-    print(f"deployed across hosts in {time.monotonic() - started:.1f}s")
+    submit_job(run.spec(), hosts.settings, wait_healthy=300)
+    print(f"FIGURE deployed across hosts: healthy {time.monotonic() - started:.1f}s after submit")
+    yield run
+
+
+def test_deploy_across_hosts_seen_by_health_and_dashboard(
+    hosts: MultiHost, fleet: HostFleet
+) -> None:
     view = hosts.registry.view(fleet.job)
-    stages = set(view.stages)
-    driver = view.driver_id
-    assert driver is not None
-    node = hosts.node_of_driver(driver)
+    assert view.driver_id is not None
+    node = hosts.node_of_driver(view.driver_id)
     held = lease.read_lease(hosts.settings.layout, fleet.job)
     assert held is not None and held.host == hosts.hosts[node].address  # its node's address
-
-    # the health check and the dashboard see every host
     from streamops.health.checks import Thresholds, check_cluster, check_jobs, gather
     from streamops.health.report import Level
 
@@ -146,8 +152,66 @@ def test_deploy_and_failover_across_hosts(hosts: MultiHost) -> None:
         "worker-1", "worker-2", "worker-3"], obs.workers  # fmt: skip
     _dashboard_sees(hosts, fleet.job)
 
-    # the driver's host torn down: its processes killed, its link gone
-    cut_at = hosts.lab.tear_down(hosts.hosts[node])
+
+def test_partition_fences_the_cut_off_driver(hosts: MultiHost, fleet: HostFleet) -> None:
+    """The driver's host cut off by the network, its processes alive: the master declares
+    the worker dead and relaunches the driver elsewhere; the relaunch fences the old one by
+    the lease (the master dropped it), although it still reaches the shared state root. The
+    link back, the old driver is gone; only the new one writes."""
+    layout = hosts.settings.layout
+    view = hosts.registry.view(fleet.job)
+    stages, old = set(view.stages), str(view.driver_id)
+    node = hosts.node_of_driver(old)
+    host = hosts.hosts[node]
+    before = lease.read_lease(layout, fleet.job)
+    assert before is not None
+    old_pid = driver_jvm_pid(old)
+    cut_at = time.time()
+    hosts.lab.cut(host)
+
+    def dead() -> bool:
+        return any(w.host == host.address and w.state == "DEAD"
+                   for w in MasterClient(hosts.settings).workers())  # fmt: skip
+
+    wait_until(dead, 120, f"the master to declare {node} DEAD")
+    detected = time.time() - cut_at
+
+    def fenced() -> lease.Lease | None:
+        now = lease.read_lease(layout, fleet.job)
+        return now if now is not None and now.epoch > before.epoch else None
+
+    taken = wait_until(fenced, 240, "the relaunched driver to take the lease",
+                       describe=lambda: describe_job(hosts.registry.view(fleet.job)))  # fmt: skip
+    assert isinstance(taken, lease.Lease) and taken.holder != old
+    assert taken.host != host.address
+    fenced_s = time.time() - cut_at
+    gap = wait_until(lambda: next_batches(hosts.settings, fleet.job, cut_at, stages), 240,
+                     "every stage's next batch after the partition",
+                     describe=lambda: describe_job(hosts.registry.view(fleet.job)))  # fmt: skip
+    alive_while_cut = _alive(old_pid)
+    hosts.lab.restore(host)
+    wait_until(lambda: not _alive(old_pid), 120, f"the old driver {old} to stand down")
+    back = lambda: host.address in hosts.alive_workers()  # noqa: E731
+    wait_until(back, 120, f"{node} to register again")
+    now = lease.read_lease(layout, fleet.job)
+    assert now is not None and now.epoch == taken.epoch and now.holder == taken.holder
+    running = [d for d in MasterClient(hosts.settings).active_drivers()
+               if d.state == "RUNNING"]  # fmt: skip
+    assert len(running) == 1, running  # one driver of the job: never two writers
+    print(f"FIGURE partition ({node} cut off, spark.worker.timeout {WORKER_TIMEOUT_S}s): "
+          f"worker declared DEAD {detected:.1f}s after the cut, old driver fenced by the "
+          f"lease {fenced_s:.1f}s after, every stage's next batch {gap:.1f}s after; the old "
+          f"driver still alive while cut off: {alive_while_cut}")
+
+
+def test_failover_when_a_host_is_torn_down(hosts: MultiHost, fleet: HostFleet) -> None:
+    view = hosts.registry.view(fleet.job)
+    stages, driver = set(view.stages), view.driver_id
+    assert driver is not None
+    node = hosts.node_of_driver(driver)
+    held = lease.read_lease(hosts.settings.layout, fleet.job)
+    assert held is not None
+    cut_at = hosts.lab.tear_down(hosts.hosts[node])  # its processes killed, its link gone
 
     def relaunched() -> bool:
         v = hosts.registry.view(fleet.job)
@@ -165,9 +229,16 @@ def test_deploy_and_failover_across_hosts(hosts: MultiHost) -> None:
     print(f"FIGURE failover across hosts ({node} torn down, spark.worker.timeout "
           f"{WORKER_TIMEOUT_S}s, lease TTL {lease.DEFAULT_TTL:.0f}s): every stage's next batch "
           f"{gap:.1f}s after; driver now on {new_node}")
-    fleet.finish_and_check()
-
+    fleet.finish_and_check()  # the oracle: 0 lost, 0 duplicated, over all three faults
     _no_secret_anywhere(hosts)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def _dashboard_sees(hosts: MultiHost, job: str) -> None:

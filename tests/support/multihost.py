@@ -147,7 +147,7 @@ class HostFleet:
 
     cluster: MultiHost
     job: str = "fleet-mh"
-    max_pings: int = 6000
+    max_pings: int = 100_000  # more than a run needs: :meth:`end_data` ends the data
     rate: float = 40
     vehicles: int = 30
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -181,6 +181,7 @@ class HostFleet:
         self.procs["beta"] = self.cluster.lab.spawn(sim, [
             sys.executable, "-m", "streamops.sim.beta", "--host", sim.address,
             "--port", str(BETA_PORT), "--seed", "22", "--malformed-every", "103", "--linger",
+            "--pause-file", str(self.work / "beta.pause"),
             "--data-dir", str(self.work / "beta"), "--journal", str(self.work / "b.jsonl"),
             *common], env, self.work / "beta.log")  # fmt: skip
         self.procs["alpha"] = self.cluster.lab.spawn(sim, [
@@ -193,8 +194,20 @@ class HostFleet:
     def head(self) -> dict[str, Any]:
         return dict(requests.get(f"{self.beta_base}/head", timeout=5).json())
 
+    def end_data(self) -> None:
+        """The faults are over: alpha stops (its partial file published), beta stops
+        generating and serves on what it emitted."""
+        (self.work / "beta.pause").touch()
+        self.procs["alpha"].terminate()
+        self.procs["alpha"].wait(timeout=30)
+        time.sleep(1.0)  # a beta batch being generated when the pause file appeared
+
     def simulators_done(self) -> bool:
-        return self.procs["alpha"].poll() is not None and self.head()["last"] >= self.max_pings
+        if self.procs["alpha"].poll() is None:
+            return False
+        first = self.head()["last"]
+        time.sleep(1.0)
+        return bool(self.head()["last"] == first)
 
     def wait_caught_up(self, timeout: float = 300) -> None:
         wait_until(self.simulators_done, timeout, "the simulators to finish")
@@ -233,6 +246,7 @@ class HostFleet:
         ]
 
     def finish_and_check(self) -> None:
+        self.end_data()
         self.wait_caught_up()
         for result in self.check():
             assert result.ok, result.summary()
