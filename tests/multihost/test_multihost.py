@@ -204,6 +204,22 @@ def test_partition_fences_the_cut_off_driver(hosts: MultiHost, fleet: HostFleet)
           f"driver still alive while cut off: {alive_while_cut}")
 
 
+def test_scale_by_agent_onto_a_new_host(hosts: MultiHost, fleet: HostFleet) -> None:
+    """A new host joins: its agent (on its own address, the cluster's token) starts its
+    worker, which registers with the master at that address; health expects and sees it."""
+    started = time.monotonic()
+    host = hosts.add_worker_host("worker-4")
+    assert host.address in hosts.alive_workers()
+    print(f"FIGURE scale by agent: worker-4 on a new host ALIVE {time.monotonic() - started:.1f}s "
+          "after its host was made")
+    from streamops.health.checks import Thresholds, check_cluster, gather
+    from streamops.health.report import Level
+
+    obs = gather(hosts.settings, Thresholds(expected_workers=4), groups=["cluster"])
+    assert all(r.level == Level.OK for r in check_cluster(obs)), check_cluster(obs)
+    assert hosts.registry.view(fleet.job).driver_state == "RUNNING"
+
+
 def test_failover_when_a_host_is_torn_down(hosts: MultiHost, fleet: HostFleet) -> None:
     view = hosts.registry.view(fleet.job)
     stages, driver = set(view.stages), view.driver_id

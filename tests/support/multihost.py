@@ -121,6 +121,15 @@ class MultiHost:
         with ThreadPoolExecutor(max_workers=len(names)) as pool:
             list(pool.map(lambda n: agents.client(n).start(n), names))
 
+    def add_worker_host(self, name: str) -> Host:
+        """Scale by agent: a new host, its agent, its worker started through the agent."""
+        host = self.hosts[name] = self.lab.add_host(name)
+        self.start_agent(host, self.root / "profile.json")
+        agents = Agents(self.settings, timeout=300)
+        wait_until(lambda: name in agents.records(), 60, f"the agent of {name}")
+        agents.client(name).start(name)
+        return host
+
     def start_agent(self, host: Host, profile: Path) -> None:
         argv = [sys.executable, "-m", "streamops", "--state-root", str(self.state_root),
                 "agent", "--node", host.name, "--port", str(AGENT_PORT),

@@ -81,6 +81,7 @@ class NetnsLab:
     bridge: str
     hosts: dict[str, Host] = field(default_factory=dict)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    made: int = 0  # hosts made so far (a torn down host's address is not given again)
 
     @classmethod
     def create(cls) -> NetnsLab:
@@ -105,7 +106,8 @@ class NetnsLab:
         return f"{self.subnet}.1"
 
     def add_host(self, name: str) -> Host:
-        index = len(self.hosts) + 2
+        self.made += 1
+        index = self.made + 1
         host = Host(name=name, ns=f"so-mh-{self.pid}-{name}", address=f"{self.subnet}.{index}",
                     link=f"smh{self.pid}h{index}")  # fmt: skip
         inner = f"smh{self.pid}n{index}"
