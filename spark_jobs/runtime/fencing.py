@@ -8,20 +8,18 @@ gives it up on a clean stop.
 from __future__ import annotations
 
 import logging
-import re
 import time
 
 from pyspark.sql import DataFrame
 
 from spark_jobs.runtime.protocols import BatchSink
 from spark_jobs.runtime.status import StatusBoard
-from streamops.cluster.recovery import driver_persisted
+from spark_jobs.runtime.superseded import superseded
 from streamops.state import lease
 from streamops.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.runtime")
 HEARTBEAT_S = 2.0
-DRIVER_ID = re.compile(r"^driver-\d+-\d+$")
 
 
 class LeaseFence:
@@ -59,22 +57,7 @@ class LeaseFence:
                 time.sleep(0.25)
 
     def superseded(self, held: lease.Lease) -> bool:
-        """Whether ``held``'s driver is no longer one of the master's while this driver is:
-        the master relaunched it (its worker was declared dead: a node lost or cut off by
-        the network) or ended it. The master's FILESYSTEM recovery directory in the state
-        root says so (a file per driver it keeps); a holder cut off from the network may
-        still heartbeat through the shared state root, and is fenced here instead of being
-        waited for (it would never expire)."""
-        own = self.board.snapshot().get("driver_id")
-        if not own or not DRIVER_ID.match(held.holder) or held.holder == own:
-            return False
-        recovery = self.layout.recovery_dir
-        if not driver_persisted(recovery, str(own)) or driver_persisted(recovery, held.holder):
-            return False  # no master persists here, or it still keeps the holder
-        log.warning("job %s: lease holder %s (on %s, epoch %s) is no longer a driver of the "
-                    "master (relaunched or ended); this driver %s takes the lease over and "
-                    "fences it", self.job, held.holder, held.host, held.epoch, own)  # fmt: skip
-        return True
+        return superseded(self.layout, held, self.board.snapshot().get("driver_id"))
 
     def check(self) -> None:
         if self.lease is not None:

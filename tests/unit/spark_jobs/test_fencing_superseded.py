@@ -70,3 +70,17 @@ def test_a_holder_the_master_keeps_is_waited_for(
     fence = LeaseFence(layout, "job", Board(own))  # type: ignore[arg-type]
     with pytest.raises(lease.Fenced, match="already run by driver"):
         fence.acquire(wait=0)
+
+
+def test_a_hot_jobs_relaunch_takes_over_a_holder_the_master_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hot job's relaunched driver does not stand behind a cut-off holder (it would never
+    run): it takes the lease as the primary."""
+    from spark_jobs.runtime.hot_roles import Role, take_role
+
+    layout = StateLayout.at(tmp_path)
+    held = _held_elsewhere(layout, monkeypatch)
+    _persist(layout, NEW)
+    role, claimed = take_role(layout, "job", "1", False, NEW, timeout=2, poll=0.05)
+    assert role is Role.PRIMARY and claimed.epoch == held.epoch + 1
