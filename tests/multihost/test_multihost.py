@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,29 +29,14 @@ from support.multihost import (
     WORKER_TIMEOUT_S,
     HostFleet,
     MultiHost,
-    multihost_cluster,
     next_batches,
 )
-from support.netns import NetnsUnavailable, unavailable_reason
 
 from streamops.cluster import rest_auth, rpc_auth
 from streamops.cluster.client import MasterClient
-from streamops.procedures.submit import submit_job
 from streamops.state import lease
 
 pytestmark = [pytest.mark.integration, pytest.mark.multihost]
-
-
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MultiHost]:
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"multi-host tests need network namespaces: {reason}")
-    try:
-        with multihost_cluster(tmp_path_factory.mktemp("multihost")) as cluster:
-            yield cluster
-    except NetnsUnavailable as exc:
-        pytest.skip(f"multi-host tests need network namespaces: {exc}")
 
 
 def _from(hosts: MultiHost, host: str, code: str) -> str:
@@ -120,17 +104,6 @@ os.killpg(p.pid, 9)
 p.wait()
 print("".join(out[-60:]))
 """
-
-
-@pytest.fixture(scope="module")
-def fleet(hosts: MultiHost) -> Iterator[HostFleet]:
-    """fleet-pings deployed across the hosts (the simulators on theirs), healthy."""
-    run = HostFleet(hosts)
-    run.start_simulators()
-    started = time.monotonic()
-    submit_job(run.spec(), hosts.settings, wait_healthy=300)
-    print(f"FIGURE deployed across hosts: healthy {time.monotonic() - started:.1f}s after submit")
-    yield run
 
 
 def test_deploy_across_hosts_seen_by_health_and_dashboard(

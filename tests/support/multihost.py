@@ -51,8 +51,11 @@ CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 AGENT_PORT = 7070
 BETA_PORT = 8000
 WORKER_TIMEOUT_S = 10  # spark.worker.timeout: how soon the master declares a silent worker DEAD
+# Three cores a worker: a partition leaves the cut-off driver's executors holding their
+# cores on the other hosts (their application stays registered until the master hears from
+# the old driver again), so the relaunch needs room beside them.
 PROFILE = {
-    "workers": 3, "max_workers": 3, "worker_cores": 2, "worker_memory": "3g",
+    "workers": 3, "max_workers": 4, "worker_cores": 3, "worker_memory": "3g",
     "worker_webui_port_base": 8181, "jar_release": "r1", "start_timeout": 150,
     "master_properties": {"spark.worker.timeout": str(WORKER_TIMEOUT_S)},
     "worker_properties": {"spark.worker.timeout": str(WORKER_TIMEOUT_S)},
