@@ -200,12 +200,27 @@ def test_failover_when_a_host_is_torn_down(hosts: MultiHost, fleet: HostFleet) -
     node = hosts.node_of_driver(driver)
     held = lease.read_lease(hosts.settings.layout, fleet.job)
     assert held is not None
+    address = hosts.hosts[node].address
     cut_at = hosts.lab.tear_down(hosts.hosts[node])  # its processes killed, its link gone
+
+    def dead() -> bool:
+        return any(w.host == address and w.state == "DEAD"
+                   for w in MasterClient(hosts.settings).workers())  # fmt: skip
+
+    wait_until(dead, 120, f"the master to declare {node} DEAD", interval=0.5)
+    detected = time.time() - cut_at
 
     def relaunched() -> bool:
         v = hosts.registry.view(fleet.job)
         return v.driver_id not in (None, driver) and v.driver_state == "RUNNING"
 
+    def taken_over() -> bool:
+        now = lease.read_lease(hosts.settings.layout, fleet.job)
+        return now is not None and now.epoch > held.epoch
+
+    wait_until(taken_over, 180, "the relaunched driver to take the lease", interval=0.5,
+               describe=lambda: describe_job(hosts.registry.view(fleet.job)))  # fmt: skip
+    leased = time.time() - cut_at
     wait_until(relaunched, 180, "the driver relaunched on another host",
                describe=lambda: describe_job(hosts.registry.view(fleet.job)))  # fmt: skip
     gap = wait_until(lambda: next_batches(hosts.settings, fleet.job, cut_at, stages), 240,
@@ -216,8 +231,9 @@ def test_failover_when_a_host_is_torn_down(hosts: MultiHost, fleet: HostFleet) -
     assert new_node != node and taken is not None and taken.epoch > held.epoch
     assert taken.host == hosts.hosts[new_node].address
     print(f"FIGURE failover across hosts ({node} torn down, spark.worker.timeout "
-          f"{WORKER_TIMEOUT_S}s, lease TTL {lease.DEFAULT_TTL:.0f}s): every stage's next batch "
-          f"{gap:.1f}s after; driver now on {new_node}")
+          f"{WORKER_TIMEOUT_S}s): worker declared DEAD {detected:.1f}s after, lease taken by "
+          f"the relaunched driver {leased:.1f}s after, every stage's next batch {gap:.1f}s "
+          f"after; driver now on {new_node}")
     fleet.finish_and_check()  # the oracle: 0 lost, 0 duplicated, over all three faults
     _no_secret_anywhere(hosts)
 
