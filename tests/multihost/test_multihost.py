@@ -77,8 +77,12 @@ def test_security_is_on_by_default_across_hosts(hosts: MultiHost) -> None:
     assert "SASL" in stranger or "authenticat" in stranger.lower(), stranger[-2000:]
     assert len(hosts.alive_workers()) == 3
 
-    # every server listens on its host's address (or loopback for what is local), never on
-    # every interface
+    _bound_where_the_settings_say(hosts)
+
+
+def _bound_where_the_settings_say(hosts: MultiHost) -> None:
+    """Every server listens on its host's address (or loopback for what is local: a
+    driver's Python gateways), never on every interface."""
     for name, host in hosts.hosts.items():
         for address in hosts.lab.listeners(host):
             ip = address.rsplit(":", 1)[0].strip("[]")
@@ -124,6 +128,7 @@ def test_deploy_across_hosts_seen_by_health_and_dashboard(
     assert sorted(str(w.name) for w in obs.workers.workers if w.state == "ALIVE") == [
         "worker-1", "worker-2", "worker-3"], obs.workers  # fmt: skip
     _dashboard_sees(hosts, fleet.job)
+    _bound_where_the_settings_say(hosts)  # the driver's and executors' servers too
 
 
 def test_partition_fences_the_cut_off_driver(hosts: MultiHost, fleet: HostFleet) -> None:
