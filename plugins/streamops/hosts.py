@@ -33,9 +33,11 @@ def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 (a dual-stack socket)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def dial_address(bind_host: str, advertised: str = "") -> str:

@@ -22,7 +22,8 @@ from streamops.state.layout import StateLayout
 @pytest.mark.parametrize(
     ("host", "loopback"),
     [("127.0.0.1", True), ("127.9.9.9", True), ("localhost", True), ("::1", True),
-     ("[::1]", True), ("10.0.0.2", False), ("spark-master", False), ("0.0.0.0", False)],
+     ("[::1]", True), ("::ffff:127.0.0.1", True), ("::ffff:10.0.0.2", False),
+     ("10.0.0.2", False), ("spark-master", False), ("0.0.0.0", False)],
 )  # fmt: skip
 def test_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
