@@ -23,6 +23,7 @@ from typing import Any
 from spark_jobs.forkserver.client import SOCKET_ENV
 from spark_jobs.forkserver.server import client_path
 from spark_jobs.runtime.describe import describe_job_stages
+from streamops.hosts import LOOPBACK
 from streamops.spec import JobSpec, decode_spec
 from streamops.state.layout import StateLayout
 
@@ -50,8 +51,8 @@ def local_session(spec: JobSpec) -> Any:
         SparkSession.builder.master("local[1]")
         .appName(f"describe-{spec.name}")
         .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", LOOPBACK)
+        .config("spark.driver.bindAddress", LOOPBACK)
         .config("spark.sql.shuffle.partitions", DEFAULT_SHUFFLE_PARTITIONS)
     )
     for key, value in spec.conf.items():

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from streamops.exceptions import ConfigError
+from streamops.hosts import LOOPBACK, dial_address
 from streamops.state.layout import StateLayout
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +29,7 @@ _ENV = {
     "master_port": "STREAMOPS_MASTER_PORT",
     "master_webui_port": "STREAMOPS_MASTER_WEBUI_PORT",
     "rest_port": "STREAMOPS_REST_PORT",
+    "dashboard_host": "STREAMOPS_DASHBOARD_HOST",
     "dashboard_port": "STREAMOPS_DASHBOARD_PORT",
     "rest_auth": "STREAMOPS_REST_AUTH",
     "python": "STREAMOPS_PYTHON",
@@ -41,13 +43,16 @@ class Settings(BaseModel):
 
     state_root: Path = Field(default=Path("var"), description="root of all job state")
     config_dir: Path = Field(default=PROJECT_ROOT / "config")
-    master_host: str = "127.0.0.1"
+    master_host: str = Field(default=LOOPBACK, description="the master's address (RPC, UI, REST)")
     node_host: str = Field(
         default="", description="this node's address for its daemon (default: master_host)"
     )
     master_port: int = Field(default=7077, ge=1, le=65535)
     master_webui_port: int = Field(default=8080, ge=1, le=65535)
     rest_port: int = Field(default=6066, ge=1, le=65535)
+    dashboard_host: str = Field(
+        default=LOOPBACK, description="where the dashboard binds (it shows every VIN)"
+    )
     dashboard_port: int = Field(
         default=8050, ge=1, le=65535, description="the read-only dashboard (map, jobs, /metrics)"
     )
@@ -110,5 +115,6 @@ class Settings(BaseModel):
 
     @property
     def dashboard_url(self) -> str:
-        """Where ``streamops up`` serves the dashboard: loopback only (it shows every VIN)."""
-        return f"http://127.0.0.1:{self.dashboard_port}"
+        """Where the dashboard is reached (``dashboard_host``: loopback unless set; on every
+        interface, this node's address)."""
+        return f"http://{dial_address(self.dashboard_host, self.node_host)}:{self.dashboard_port}"

@@ -156,6 +156,15 @@ def parent_of(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
+def same_network(pid: int) -> bool:
+    """Whether process ``pid`` is in this process's network namespace (True where that
+    cannot be told)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    except OSError:
+        return True
+
+
 def read_request(conn: socket.socket) -> Request:
     """The length-prefixed JSON request and the three descriptors sent with it."""
     conn.settimeout(5.0)
@@ -242,6 +251,11 @@ class Server:
         parent = parent_of(peer)
         if parent is None or not (parent == self.allowed or self.executor_of_app(parent)):
             return "not a JVM of this application"
+        if not same_network(peer):
+            # another host sharing this kernel and file system (a network namespace, a
+            # container with the same /tmp): a fork here would bind this host's loopback,
+            # which its JVM cannot reach
+            return "another network namespace"
         if req.env.get("PYTHONHASHSEED") != os.environ.get("PYTHONHASHSEED"):
             return "another PYTHONHASHSEED"
         if req.argv[:1] != ["-m"] or len(req.argv) < 2:

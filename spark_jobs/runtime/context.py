@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import socket
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from spark_jobs.runtime.gate import WarmGate
 from spark_jobs.runtime.protocols import BatchSink, Stage
 from spark_jobs.runtime.source_lookup import skip_installed_source_lookup
 from spark_jobs.runtime.status import StatusBoard
+from streamops.hosts import this_host
 from streamops.names import check_name
 from streamops.spec import JobSpec, ProcessingGuarantee
 from streamops.state import lease
@@ -131,7 +131,7 @@ class JobContext:
             "version": self.spec.version,
             "driver_id": cwd if _DRIVER_ID.match(cwd) else None,
             "app_id": sc.applicationId,
-            "host": socket.gethostname(),
+            "host": this_host(),
             "pid": os.getpid(),
             "from_savepoint": self.from_savepoint,
             "processing_guarantee": self.spec.processing_guarantee.value,

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 
 from spark_jobs.runtime.protocols import BatchSink
 from spark_jobs.runtime.status import StatusBoard
+from spark_jobs.runtime.superseded import superseded
 from streamops.state import lease
 from streamops.state.layout import StateLayout
 
@@ -41,7 +42,8 @@ class LeaseFence:
         while True:
             try:
                 self.lease = lease.acquire(self.layout, self.job, self.holder,
-                                           app_id=self.board.snapshot().get("app_id"))  # fmt: skip
+                                           app_id=self.board.snapshot().get("app_id"),
+                                           superseded=self.superseded)  # fmt: skip
                 log.info("job %s: lease epoch %s taken by %s", self.job, self.lease.epoch,
                          self.holder)  # fmt: skip
                 return
@@ -53,6 +55,9 @@ class LeaseFence:
                              "or expires", self.job)  # fmt: skip
                 waited = True
                 time.sleep(0.25)
+
+    def superseded(self, held: lease.Lease) -> bool:
+        return superseded(self.layout, held, self.board.snapshot().get("driver_id"))
 
     def check(self) -> None:
         if self.lease is not None:

@@ -25,13 +25,14 @@ from __future__ import annotations
 import logging
 import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
+from spark_jobs.runtime.superseded import superseded
+from streamops.hosts import this_host
 from streamops.state import lease
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
@@ -49,7 +50,7 @@ def own_holder() -> str:
     """How this driver names itself in the lease, as its status does (a cluster-mode driver
     runs in ``<worker dir>/<driver id>``; else ``host:pid``)."""
     cwd = Path.cwd().name
-    return cwd if DRIVER_ID.match(cwd) else f"{socket.gethostname()}:{os.getpid()}"
+    return cwd if DRIVER_ID.match(cwd) else f"{this_host()}:{os.getpid()}"
 
 
 class Role(Enum):
@@ -101,10 +102,12 @@ def take_role(
         if check is not None:
             check()
         held = lease.read_lease(layout, job)
-        role = decide(held, holder_live(held), submitted_as_standby)
+        dropped = held is not None and superseded(layout, held, holder)
+        role = decide(held, holder_live(held) and not dropped, submitted_as_standby)
         if role is Role.PRIMARY:
             try:
-                claimed = lease.acquire(layout, job, holder)
+                claimed = lease.acquire(layout, job, holder,
+                                        superseded=lambda h: superseded(layout, h, holder))
             except lease.Fenced:  # another driver was quicker: it runs the job
                 continue
             if held is not None and held.heartbeat_at:

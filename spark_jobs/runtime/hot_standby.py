@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,10 +38,12 @@ from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.runtime.hot_roles import Dismissed
 from spark_jobs.runtime.standby import prepare_reads, rehearse
+from spark_jobs.runtime.superseded import superseded
 from spark_jobs.runtime.warmup import warm_executors
 from streamops.cluster.client import MasterClient
 from streamops.cluster.submission import submit_hot_standby
 from streamops.exceptions import StreamopsError
+from streamops.hosts import this_host
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.state import lease
@@ -156,7 +157,7 @@ def stand_by(
     ident = ctx.board.snapshot()
     doc = {
         "driver_id": ident.get("driver_id"), "app_id": ident.get("app_id"),
-        "version": ctx.spec.version, "host": socket.gethostname(), "pid": os.getpid(),
+        "version": ctx.spec.version, "host": this_host(), "pid": os.getpid(),
         "worker_dir": str(Path.cwd().parent), "behind": behind.holder, "epoch": behind.epoch,
         "executors": executors, "rehearsal_failed": (rehearsal or {}).get("failed") or None,
         "armed_s": armed_s, "warm_up_s": round(time.monotonic() - started, 2),
@@ -183,13 +184,16 @@ def watch(ctx: JobContext, behind: lease.Lease, poll: float = POLL_S) -> None:
             raise Dismissed(f"driver {behind.holder} gave the job's lease up (a clean stop)")
         if (held.epoch, held.holder) != (behind.epoch, behind.holder):
             raise Dismissed(f"job {job} passed to driver {held.holder} (epoch {held.epoch})")
-        if held.fresh and not lease.holder_gone(held):
+        own = ctx.board.snapshot().get("driver_id")
+        if (held.fresh and not lease.holder_gone(held)
+                and not superseded(layout, held, own)):  # fmt: skip
             time.sleep(poll)
             continue
         silent = time.time() - held.heartbeat_at
         try:
             app_id = ctx.board.snapshot().get("app_id")
-            ctx.lease = lease.acquire(layout, job, ctx.holder, app_id=app_id)
+            ctx.lease = lease.acquire(layout, job, ctx.holder, app_id=app_id,
+                                      superseded=lambda h, own=own: superseded(layout, h, own))
         except lease.Fenced:  # the relaunched driver was quicker: it runs the job
             raise Dismissed(f"job {job} was taken over by another driver") from None
         ctx.board.identify(started_at=time.time(), took_over_from=held.holder)

@@ -48,14 +48,15 @@ def live_agent(settings: Settings, node: str) -> AgentRecord | None:
     return record
 
 
-def start_agent(settings: Settings, node: str, host: str = "127.0.0.1",
+def start_agent(settings: Settings, node: str, host: str | None = None,
                 timeout: float = 60.0) -> AgentRecord:
-    """Start the agent of ``node`` unless one runs; return its registration."""
+    """Start the agent of ``node`` unless one runs; return its registration. It binds
+    ``host``, by default this node's address (``settings.local_host``)."""
     running = live_agent(settings, node)
     if running is not None:
         return running
     registry.load_token(settings.layout.agent_token_file)  # created once, before any agent
-    started = processes.launch(agent_spec(settings, node, host))
+    started = processes.launch(agent_spec(settings, node, host or settings.local_host))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         record = registry.records(settings.layout).get(node)

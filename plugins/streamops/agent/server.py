@@ -1,4 +1,5 @@
-"""The node agent: HTTP on loopback (by default), one per Spark node, token-authenticated.
+"""The node agent: HTTP on its node's address (``STREAMOPS_NODE_HOST``, else the master's;
+loopback for the embedded cluster), one per Spark node, token-authenticated.
 
 Endpoints (JSON; every error is ``{"error": "..."}`` naming what was wrong)::
 
@@ -38,6 +39,7 @@ from streamops.cluster.node import NodeDaemons
 from streamops.cluster.releases import ReleaseStore
 from streamops.cluster.status import match_worker
 from streamops.exceptions import ClusterNotRunning, StreamopsError, UnknownRelease
+from streamops.hosts import binds_all
 from streamops.processes import read_cmdline
 from streamops.settings import Settings
 
@@ -217,15 +219,18 @@ def create_app(
     return app
 
 
-def advertised_url(host: str, port: int) -> str:
-    shown = socket.gethostname() if host in ("0.0.0.0", "::") else host  # noqa: S104
+def advertised_url(host: str, port: int, node_host: str = "") -> str:
+    """The URL other hosts dial: the bound address, or for a bind-all address this node's
+    address from the settings (``node_host``), else its host name."""
+    shown = host if not binds_all(host) else (node_host or socket.gethostname())
     return f"http://{shown}:{port}"
 
 
-def serve(settings: Settings, node: str, host: str = "127.0.0.1", port: int = 0,
+def serve(settings: Settings, node: str, host: str | None = None, port: int = 0,
           token_file: str | None = None, profile_file: str | None = None,
           start_daemon: bool = False) -> None:
-    """Run the agent of ``node`` until SIGTERM/SIGINT; registered while it serves.
+    """Run the agent of ``node`` until SIGTERM/SIGINT; registered while it serves. It binds
+    ``host``, by default this node's address (``settings.local_host``).
 
     ``start_daemon`` starts the node's Spark daemon once the agent serves (a container whose
     node is part of the cluster from the start; a spare node's agent waits for a scale-up).
@@ -243,8 +248,9 @@ def serve(settings: Settings, node: str, host: str = "127.0.0.1", port: int = 0,
     daemon = SparkNode(node, NodeDaemons(settings, profile))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    host = settings.local_host if host is None else host
     sock.bind((host, port))
-    url = advertised_url(host, sock.getsockname()[1])
+    url = advertised_url(host, sock.getsockname()[1], settings.node_host)
     record = registry.AgentRecord(node=node, role=daemon.role, url=url, pid=os.getpid(),
                                   cmd=read_cmdline(os.getpid()))
 

@@ -16,7 +16,8 @@ def register(sub: Any) -> None:
         "agent", help="run the node agent of one Spark node (HTTP, token-authenticated)"
     )
     agent.add_argument("--node", required=True, help="node served: master, worker-1, ...")
-    agent.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    agent.add_argument("--host", help="address to bind (default: this node's address, "
+                       "STREAMOPS_NODE_HOST, else STREAMOPS_MASTER_HOST; loopback by default)")
     agent.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     agent.add_argument("--token-file", help="bearer token file, created 0600 if missing "
                        "(default <state>/cluster/agent.token; STREAMOPS_AGENT_TOKEN wins)")

@@ -14,7 +14,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "dashboard", help="serve the map, jobs, savepoints, health and /metrics (read-only)"
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    p.add_argument("--host", help="address to bind (default: STREAMOPS_DASHBOARD_HOST, "
+                   "else loopback)")
     p.add_argument("--port", type=int, help="port (default: STREAMOPS_DASHBOARD_PORT or 8050)")
     p.add_argument("--store-url", help="SQLAlchemy URL (default: the state root's SQLite file)")
     p.set_defaults(handler=cmd_dashboard)

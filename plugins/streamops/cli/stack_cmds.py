@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.settings import PROJECT_ROOT
-    from streamops.stack.local_stack import StackOptions, job_lines, up
+    from streamops.stack.local_stack import StackOptions, beta_url, job_lines, up
 
     spec = args.spec or PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
     opts = StackOptions(
@@ -52,7 +52,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         out.print(f"{line}.", style="bold green" if running else "bold red", markup=False)
     out.print(
         f"  Spark master UI   {settings.webui_url}\n"
-        f"  fleetsim-beta     http://127.0.0.1:{args.beta_port}/pings?since=0&limit=5\n"
+        f"  fleetsim-beta     {beta_url(settings, opts)}?since=0&limit=5\n"
         f"  fleetsim-alpha    {layout.alpha_dir}\n"
         f"  dashboard         {settings.dashboard_url}  (map, jobs, savepoints; /metrics)\n"
         f"  vehicles table    {layout.default_store_url}  (`streamops vehicles`)\n"

@@ -158,7 +158,7 @@ class NodeDaemons:
             return self.profile.worker_webui_port(index) if index else 0
         used = {r.ports.get("webui") for r in self.daemons().values()}
         port = self.profile.worker_webui_port_base
-        while port in used or not port_is_free(self.settings.master_host, port):
+        while port in used or not port_is_free(self.settings.local_host, port):
             port += 1
         return port
 
@@ -240,7 +240,7 @@ class NodeDaemons:
         return record
 
     def _launch_worker(self, install: SparkInstall, name: str, webui_port: int) -> PidRecord:
-        if webui_port and not port_is_free(self.settings.master_host, webui_port):
+        if webui_port and not port_is_free(self.settings.local_host, webui_port):
             raise ProcessError(
                 f"cannot start {name}: web UI port {webui_port} is in use by another program; "
                 "free it, change worker_webui_port_base in config/cluster/local.yaml, or set "

@@ -50,3 +50,15 @@ def driver_app_names(recovery_dir: Path) -> dict[str, str]:
         if name:
             found[path.name[len(DRIVER_PREFIX) :]] = name
     return found
+
+
+def driver_persisted(recovery_dir: Path, driver_id: str) -> bool | None:
+    """Whether the master keeps ``driver_id`` (its ``driver_<id>`` file); ``None`` when the
+    directory cannot be read (no master persists here). A driver the master relaunched on
+    another worker (its worker declared dead) or ended has no file any more."""
+    try:
+        if not recovery_dir.is_dir():
+            return None
+        return (recovery_dir / f"{DRIVER_PREFIX}{driver_id}").exists()
+    except OSError:
+        return None

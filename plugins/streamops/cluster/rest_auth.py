@@ -15,7 +15,6 @@ the key, and nothing prints it. The master reads it from a properties file of it
 from __future__ import annotations
 
 import base64
-import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import jwt
 
 from streamops.exceptions import ConfigError
+from streamops.hosts import is_loopback
 from streamops.settings import Settings
 
 FILTER = "org.apache.spark.ui.JWSFilter"
@@ -31,17 +31,8 @@ FILTER = "org.apache.spark.ui.JWSFilter"
 def enabled(settings: Settings) -> bool:
     """Whether the REST server requires a token (see the module's docstring)."""
     if settings.rest_auth == "auto":
-        return not _loopback(settings.master_host)
+        return not is_loopback(settings.master_host)
     return settings.rest_auth == "on"
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a name: only what resolves to loopback is loopback
-        return False
 
 
 def secret_file(settings: Settings) -> Path:

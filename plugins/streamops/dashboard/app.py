@@ -1,5 +1,6 @@
 """The dashboard's web service: one page (map, jobs, trade charts, savepoints, health), its
-JSON API and ``/metrics``, all read-only and served on loopback by uvicorn.
+JSON API and ``/metrics``, all read-only and served by uvicorn where ``dashboard_host``
+says (loopback by default).
 
 The page loads nothing from elsewhere: its script, style and map are files of this package,
 and every answer carries a ``Content-Security-Policy`` that lets the browser fetch from this
@@ -105,11 +106,12 @@ def create_app(settings: Settings, store_url: str | None = None) -> FastAPI:
     return app
 
 
-def serve(settings: Settings, *, host: str = "127.0.0.1", port: int | None = None,
+def serve(settings: Settings, *, host: str | None = None, port: int | None = None,
           store_url: str | None = None) -> None:  # fmt: skip
     """Run the dashboard in the foreground until interrupted (``streamops dashboard``)."""
     import uvicorn
 
     port = port or settings.dashboard_port
+    host = host or settings.dashboard_host
     log.info("dashboard on http://%s:%s (state root %s)", host, port, settings.state_root)
     uvicorn.run(create_app(settings, store_url), host=host, port=port, log_level="warning")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from streamops.cluster.status import tail
 from streamops.exceptions import ConfigError, SimulatorError
+from streamops.hosts import dial_address
 from streamops.processes import PidRecord
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import Settings
@@ -114,7 +115,7 @@ def _log_since_start(record: PidRecord) -> str:
 
 
 def _head(host: str, port: int, timeout: float = 2.0) -> dict[str, object] | None:
-    address = "127.0.0.1" if host in ("0.0.0.0", "[::]") else host  # noqa: S104 - a bind-all address
+    address = dial_address(host)  # a service of this machine: bound to all, dialled on loopback
     try:
         with urllib.request.urlopen(f"http://{address}:{port}/head", timeout=timeout) as resp:  # noqa: S310 - http of a local service
             data = json.loads(resp.read())

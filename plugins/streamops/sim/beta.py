@@ -42,6 +42,7 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 
 from streamops.exceptions import SimulatorError
+from streamops.hosts import LOOPBACK
 from streamops.settings import Settings
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS, DurableLog, new_stream_id
 from streamops.sim.flags import add_beta_arguments
@@ -234,7 +235,7 @@ class ServerThread:
     free port, readable from :attr:`port` afterwards).
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: Any, host: str = LOOPBACK, port: int = 0) -> None:
         check_param(
             isinstance(port, int) and 0 <= port <= 65535,
             "port",
@@ -313,7 +314,7 @@ class BetaSimulator(SimulatorRun):
     def __init__(
         self,
         *,
-        host: str = "127.0.0.1",
+        host: str = LOOPBACK,
         port: int = 8000,
         seed: int = 2,
         vehicles: int = 50,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from streamops.hosts import LOOPBACK
 from streamops.sim.market import DEFAULT_SYMBOLS
 
 DEFAULT_RATE = 10_000.0
@@ -60,7 +61,7 @@ def add_server_arguments(
     limit_flag: str = "--max-pings",
 ) -> None:
     """The flags of a log server (``sim beta``, ``sim trades``): address, history, data dir."""
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    parser.add_argument("--host", default=LOOPBACK, help="bind address (default loopback)")
     parser.add_argument("--port", type=int, default=port, help=f"port (default {port}, 0 = any)")
     parser.add_argument(
         "--history",

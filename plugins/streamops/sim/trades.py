@@ -23,6 +23,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
+from streamops.hosts import LOOPBACK
 from streamops.settings import Settings
 from streamops.sim.beta import BetaSimulator
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS
@@ -68,7 +69,7 @@ class TradeSimulator(BetaSimulator):
     def __init__(
         self,
         *,
-        host: str = "127.0.0.1",
+        host: str = LOOPBACK,
         port: int = DEFAULT_PORT,
         seed: int = 1,
         symbols: int = DEFAULT_SYMBOLS,

@@ -30,6 +30,7 @@ from typing import Any
 import requests
 
 from streamops.exceptions import ConfigError, ProcessError
+from streamops.hosts import LOOPBACK
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.stack.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
@@ -54,7 +55,7 @@ def service_name(component: str) -> str:
 class AirflowOptions:
     """Where the api-server listens and what Airflow runs; from ``STREAMOPS_AIRFLOW_*``."""
 
-    host: str = "127.0.0.1"
+    host: str = LOOPBACK
     port: int = 8088
     password: str | None = None
     dags_folder: Path = PROJECT_ROOT / "dags"

@@ -76,7 +76,7 @@ class LocalCluster:
         write_json_atomic(self.layout.agent_profile_file, self.profile.model_dump(mode="json"))
         with ThreadPoolExecutor(max_workers=4) as pool:
             started = list(pool.map(
-                lambda n: processes.start_agent(self.settings, n, self.settings.master_host),
+                lambda n: processes.start_agent(self.settings, n),
                 nodes))
         return {r.node: r for r in started}
 

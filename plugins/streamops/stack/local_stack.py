@@ -46,13 +46,19 @@ class StackOptions:
     airflow: bool = True
 
 
+def beta_url(settings: Settings, opts: StackOptions) -> str:
+    """Where the stack's fleetsim-beta serves: this node's address (``settings.local_host``,
+    loopback by default), which the drivers on this machine's workers dial."""
+    return f"http://{settings.local_host}:{opts.beta_port}/pings"
+
+
 def simulator_options(settings: Settings, opts: StackOptions) -> dict[str, list[str]]:
     """The flags of fleetsim-beta and fleetsim-alpha in the stack, with journals."""
     journals = settings.layout.journals_dir
     common = ["--rate", str(opts.rate), "--vehicles", str(opts.vehicles)]
     return {
-        "beta": ["--port", str(opts.beta_port), "--journal", str(journals / "beta.jsonl"),
-                 *common],
+        "beta": ["--host", settings.local_host, "--port", str(opts.beta_port),
+                 "--journal", str(journals / "beta.jsonl"), *common],
         "alpha": ["--dir", str(settings.layout.alpha_dir),
                   "--journal", str(journals / "alpha.jsonl"), *common],
     }  # fmt: skip
@@ -67,22 +73,24 @@ def simulator_commands(settings: Settings, opts: StackOptions) -> dict[str, list
 
 
 def dashboard_command(settings: Settings) -> list[str]:
-    """The dashboard as a service of the stack: ``streamops dashboard`` on loopback."""
+    """The dashboard as a service of the stack: ``streamops dashboard`` where the settings
+    say (``dashboard_host``, loopback by default)."""
     return [sys.executable, "-m", "streamops", "--state-root", str(settings.state_root),
             "dashboard", "--port", str(settings.dashboard_port)]  # fmt: skip
 
 
-def _wait_beta(port: int, timeout: float = 30.0) -> None:
+def _wait_beta(url: str, timeout: float = 30.0) -> None:
     import time
 
+    health = url.removesuffix("/pings") + "/health"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            requests.get(f"http://127.0.0.1:{port}/health", timeout=2).raise_for_status()
+            requests.get(health, timeout=2).raise_for_status()
             return
         except requests.RequestException:
             time.sleep(0.5)
-    raise ProcessError(f"fleetsim-beta did not answer on port {port} within {timeout:.0f}s")
+    raise ProcessError(f"fleetsim-beta did not answer at {health} within {timeout:.0f}s")
 
 
 def up(settings: Settings, opts: StackOptions) -> Observation:
@@ -99,10 +107,8 @@ def up(settings: Settings, opts: StackOptions) -> Observation:
     airflow = AirflowStack(settings) if opts.airflow else None
     if airflow is not None:
         airflow.launch()  # starts while the job is submitted; waited for at the end
-    _wait_beta(opts.beta_port)
-    spec = spec.model_copy(
-        update={"args": {**spec.args, "beta_url": f"http://127.0.0.1:{opts.beta_port}/pings"}}
-    )
+    _wait_beta(beta_url(settings, opts))
+    spec = spec.model_copy(update={"args": {**spec.args, "beta_url": beta_url(settings, opts)}})
     busy = [p for p in gather(settings, Thresholds(), groups=["jobs"]).procedures
             if p.stopped and p.job in (spec.name, None)]  # fmt: skip
     if busy:  # it stopped the job to start it again itself: a submission now would race it

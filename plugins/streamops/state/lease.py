@@ -12,13 +12,14 @@ finds a different epoch in the file has lost its lease and must stop writing.
 from __future__ import annotations
 
 import os
-import socket
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from streamops.exceptions import JobError
+from streamops.hosts import this_host
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
 from streamops.state.locks import file_lock
 
@@ -57,12 +58,19 @@ def read_lease(layout: StateLayout, job: str) -> Lease | None:
 
 def acquire(
     layout: StateLayout, job: str, holder: str, *, app_id: str | None = None,
-    ttl: float = DEFAULT_TTL,
+    ttl: float = DEFAULT_TTL, superseded: Callable[[Lease], bool] | None = None,
 ) -> Lease:  # fmt: skip
-    """Take the job's lease for ``holder`` or raise :class:`Fenced` naming the live holder."""
+    """Take the job's lease for ``holder`` or raise :class:`Fenced` naming the live holder.
+
+    ``superseded`` tells whether a live-looking holder is no longer the cluster's (the
+    master relaunched it elsewhere: its host was cut off, yet it still reaches the shared
+    state root and heartbeats); such a holder is fenced at once, by the next epoch, and
+    stops at its next heartbeat or write."""
     with _locked(layout, job):
         current = read_lease(layout, job)
-        if current and current.holder != holder and current.fresh and not holder_gone(current):
+        if (current and current.holder != holder and current.fresh
+                and not holder_gone(current)
+                and not (superseded is not None and superseded(current))):  # fmt: skip
             raise Fenced(
                 f"job {job} is already run by driver {current.holder} on {current.host} "
                 f"(epoch {current.epoch}, heartbeat {time.time() - current.heartbeat_at:.0f}s "
@@ -71,7 +79,7 @@ def acquire(
         now = time.time()
         lease = Lease(
             job=job, epoch=(current.epoch + 1) if current else 1, holder=holder, app_id=app_id,
-            host=socket.gethostname(), pid=os.getpid(), acquired_at=now, heartbeat_at=now,
+            host=this_host(), pid=os.getpid(), acquired_at=now, heartbeat_at=now,
             ttl=ttl,
         )  # fmt: skip
         write_json_atomic(layout.lease_file(job), asdict(lease))
@@ -83,7 +91,7 @@ def holder_gone(lease: Lease) -> bool:
     driver relaunched after its node died (a new driver id) then takes the job over at once
     instead of waiting out the TTL; a holder on another host is waited for (its heartbeat is
     the only evidence)."""
-    if lease.host != socket.gethostname() or lease.pid <= 0:
+    if lease.host != this_host() or lease.pid <= 0:
         return False
     try:
         os.kill(lease.pid, 0)

@@ -19,7 +19,8 @@ def test_up_starts_streamops_dashboard_on_the_settings_port(tmp_path: Path) -> N
     argv = dashboard_command(settings)
     assert argv[1:3] == ["-m", "streamops"]
     args = build_parser().parse_args(argv[3:])
-    assert args.handler is cmd_dashboard and args.port == 18050 and args.host == "127.0.0.1"
+    assert args.handler is cmd_dashboard and args.port == 18050 and args.host is None
+    assert settings.dashboard_host == "127.0.0.1"  # where it binds without --host
     assert args.state_root == str(tmp_path)
     assert settings.dashboard_url == "http://127.0.0.1:18050"
 
