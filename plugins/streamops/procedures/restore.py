@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamops.jobs import JobRegistry
-from streamops.procedures.savepoint_taking import wait_driver_ended
+from streamops.procedures.timeouts import STOP_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.state.checkpoint_cut import last_batch
@@ -138,7 +138,7 @@ def restore_version(
         if registry.driver_live(driver):
             log.warning("job %s: stopping driver %s", job, driver)
             registry.kill_driver(job, driver)
-            wait_driver_ended(settings, job, driver)
+            registry.wait_driver_ended(job, driver, STOP_TIMEOUT)
     if registry.view(job).is_live:
         registry.cancel(job)
     stages = list(catalogue.get_savepoint(settings.layout, savepoint).stages)
