@@ -168,8 +168,9 @@ class FakeSubmitter:
     def start_from_savepoint(self, spec: JobSpec, savepoint: str, stages: Iterable[str], *,
                              wait_healthy: float | None = None,
                              replacing: str | None = None) -> str:  # fmt: skip
-        self.cluster.job_driver = self.cluster.submit(spec, "driver-new", f"start from {savepoint}:")
-        return self.cluster.job_driver
+        started = self.cluster.submit(spec, "driver-new", f"start from {savepoint}:")
+        self.cluster.job_driver = started
+        return started
 
     def restore_version(self, spec: JobSpec, savepoint: str, *,
                         stop: Iterable[str | None] = (), wait_healthy: float) -> str:  # fmt: skip

@@ -52,7 +52,7 @@ OPERATION = "cluster-restart"
 OWNER = "cluster-restart"  # of the jobs' own restart intents (jobs/<job>/restart.json)
 
 
-@dataclass(kw_only=True)
+@dataclass
 class RestartIntent(StepRecord):
     """What a restart is doing; persisted after every step."""
 

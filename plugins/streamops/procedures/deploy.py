@@ -57,15 +57,16 @@ def start_job(
     DAG run returns the driver it submitted, or replaces it when it failed on start."""
     ops = operations(world)
     driver = _resumed(ops, spec, owner)
-    if driver is None:
-        intent = DeployIntent(job=spec.name, owner=owner, version=spec.version,
-                              spec=spec.model_dump(mode="json"))  # fmt: skip
-        STORE.save(ops, intent, "submit")
-        driver = ops.submitter.submit(spec, transport=transport)
-        intent.driver = driver
-        STORE.done(ops, intent, "submit", "submitted", driver=driver)
-    if wait_healthy:
-        ops.registry.wait_healthy(spec.name, timeout=wait_healthy, since_driver=driver)
+    if driver is not None:
+        if wait_healthy:
+            ops.registry.wait_healthy(spec.name, timeout=wait_healthy, since_driver=driver)
+        return driver
+    intent = DeployIntent(job=spec.name, owner=owner, version=spec.version,
+                          spec=spec.model_dump(mode="json"))  # fmt: skip
+    STORE.save(ops, intent, "submit")
+    driver = ops.submitter.submit(spec, transport=transport, wait_healthy=wait_healthy)
+    intent.driver = driver
+    STORE.done(ops, intent, "submit", "submitted", driver=driver)
     return driver
 
 

@@ -98,7 +98,8 @@ def _migrate(data: dict[str, Any], job: str | None) -> dict[str, Any] | None:
                 "mode": "last-checkpoint", "spec": {}, "version": str(data.get("version") or ""),
                 "stopped_driver": data.get("driver_id"), "new_driver": data.get("new_driver"),
                 "phase": phase, "done": _CHECKPOINT_DONE.get(phase, ["begin"]),
-                "at": float(data.get("at") or 0)}  # fmt: skip
+                "at": float(data.get("at") or 0),
+                "times": {"begin": float(data.get("at") or 0)}}  # fmt: skip
     if "spec" not in data or ("cancel" not in data and data.get("mode") != "last-checkpoint"):
         return None
     return {"job": job, **data}

@@ -227,9 +227,10 @@ def savepoint_answer(
 
 
 def _no_savepoint(
-    ops: Operations, job: str, name: str, cause: Exception, driver: str | None = None
+    world: World, job: str, name: str, cause: Exception, driver: str | None = None
 ) -> str:
     """What happened to a savepoint whose driver went away, what was kept, and what now."""
+    ops = operations(world)
     published = ops.layout.savepoint(name).is_dir()  # published whole or not at all
     kept = f"savepoint {name} was published before" if published else "nothing was kept"
     if isinstance(cause, ClusterNotRunning):
