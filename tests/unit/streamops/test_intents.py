@@ -25,7 +25,8 @@ def cluster(tmp_path: Path) -> FakeCluster:
 
 def test_an_intent_is_recorded_and_read_back_typed(cluster: FakeCluster) -> None:
     ops = cluster.ops
-    assert read_intent(ops, JOB, "restart") == {} and savepoint_restart.load_intent(ops, JOB) is None
+    assert read_intent(ops, JOB, "restart") == {}
+    assert savepoint_restart.load_intent(ops, JOB) is None
     intent = savepoint_restart.begin(ops, JOB, OWNER, savepoint="sp-1")
     assert (cluster.settings.layout.job_dir(JOB) / "restart.json").is_file()
     loaded = savepoint_restart.load_intent(ops, JOB)
