@@ -9,16 +9,19 @@ real.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from support.agent_fake import make_settings
 from support.restart_fake import JOB, FakeCluster, install
+from support.upgrade_fake import V2
 
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed, UnknownRelease
 from streamops.procedures import cluster_restart
 from streamops.procedures.operations import Operations
+from streamops.spec import load_spec
 
 
 @pytest.fixture
@@ -90,3 +93,35 @@ def test_rollback_before_the_stop_does_not_bounce_the_cluster(
     intent = cluster_restart.load_intent(ops)
     assert intent is not None and intent.phase == "rolled-back" and intent.reason == "stop failed"
     assert ReleaseStore(ops.settings).active() == "r1"
+
+
+def test_the_rollback_starts_the_specs_the_intent_holds(
+    fake: tuple[Operations, FakeCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The specs are recorded by value at ``begin``: a later submission of another version
+    (what the job's last spec would say now) changes nothing the rollback starts."""
+    ops, cluster = fake
+    monkeypatch.setattr(cluster_restart, "_wait_healthy", lambda ops, intent, timeout: {})
+    cluster_restart.begin(ops, "r2")
+    cluster_restart.savepoint_jobs(ops)
+    cluster.spec = load_spec(V2)
+    cluster_restart.rollback(ops, "start failed")
+    assert cluster.calls[-1].startswith("submit v1 from ")
+
+
+def test_an_intent_of_the_older_layout_rolls_back_with_the_job_s_own_spec(
+    fake: tuple[Operations, FakeCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written before the intent held the specs: the rollback takes the one the job's own
+    restart intent holds by value."""
+    ops, cluster = fake
+    monkeypatch.setattr(cluster_restart, "_wait_healthy", lambda ops, intent, timeout: {})
+    cluster_restart.begin(ops, "r2")
+    cluster_restart.savepoint_jobs(ops)
+    path = ops.layout.intent_file("cluster-restart")
+    old = {k: v for k, v in json.loads(path.read_text()).items()
+           if k not in ("specs", "done", "times", "at")}  # fmt: skip
+    path.write_text(json.dumps(old))
+    cluster.spec = load_spec(V2)
+    cluster_restart.rollback(ops, "start failed")
+    assert cluster.calls[-1].startswith("submit v1 from ")
