@@ -27,6 +27,7 @@ from streamops.cluster.spark_home import check_spark_install
 from streamops.cluster.submission import Submission
 from streamops.exceptions import JobAlreadyRunning, JobError, StreamopsError
 from streamops.procedures.deploy import start_job
+from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import load_spec
 from streamops_airflow import hooks
@@ -91,7 +92,7 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
     def __init__(
         self, *, spec_path: str,
         spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
-        wait_for_healthy: bool = True, health_timeout: float = 300.0,
+        wait_for_healthy: bool = True, health_timeout: float = HEALTH_TIMEOUT,
         deferrable: bool = False, poll_interval: float = 5.0, **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(**kwargs)
