@@ -132,9 +132,9 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.jobs import JobRegistry
+    from streamops.procedures.entry_points import cancel_job
 
-    killed = JobRegistry(settings).cancel(args.name)
+    killed = cancel_job(settings, args.name)
     noun = "driver" if len(killed) == 1 else "drivers"
     console().print(f"job [bold]{args.name}[/] cancelled (killed {noun} {', '.join(killed)})")
     return 0
