@@ -38,10 +38,10 @@ class StepLog:
     done: list[str] = field(default_factory=list)
     times: dict[str, float] = field(default_factory=dict)
 
-    def mark(self, step: str) -> None:
+    def mark(self, step: str, now: float | None = None) -> None:
         if step not in self.done:
             self.done.append(step)
-        self.times[step] = time.time()
+        self.times[step] = time.time() if now is None else now
 
 
 @dataclass(kw_only=True)
@@ -113,7 +113,7 @@ class IntentStore(Generic[Intent]):
         return from_dict(self.kind, data) if data else None
 
     def save(self, world: HasLayout, intent: Intent, phase: str, **detail: Any) -> None:
-        intent.phase, intent.at = phase, time.time()
+        intent.phase, intent.at = phase, _now(world)
         if self.history:
             intent.steps.append({"phase": phase, "at": intent.at, **detail})
         write_json_atomic(self.path(world.layout, _key(intent)), intent.to_dict())
@@ -121,7 +121,7 @@ class IntentStore(Generic[Intent]):
         log.info("%s: %s%s", self.describe(intent), phase, f" ({extra})" if extra else "")
 
     def done(self, world: HasLayout, intent: Intent, step: str, phase: str, **detail: Any) -> None:
-        intent.mark(step)
+        intent.mark(step, _now(world))
         self.save(world, intent, phase, **detail)
 
     def resume(
@@ -158,6 +158,12 @@ class IntentStore(Generic[Intent]):
         if intent is not None and intent.finished and intent.owner == owner:
             return intent
         return None
+
+
+def _now(world: HasLayout) -> float:
+    """The time by the port's clock (the settings alone: the system's)."""
+    clock = getattr(world, "clock", None)
+    return float(clock.time()) if clock is not None else time.time()
 
 
 def _key(intent: StepRecord) -> str | None:
