@@ -3,7 +3,7 @@
 :class:`JobHealthySensor` can defer (``deferrable=True``) to :class:`JobHealthyTrigger`: a job
 takes a minute or more to become healthy and the wait should not hold a worker slot. The
 savepoint answer comes within seconds of a batch boundary: the procedures poll their own
-steps for it (:class:`streamops_airflow.step_tasks.StepSensor`).
+steps for it (:class:`streamops_airflow.procedure_tasks.StepSensor`).
 """
 
 from __future__ import annotations
