@@ -81,8 +81,8 @@ def verify(ctx: XComArg, started: XComArg) -> TaskGroup:
     with TaskGroup("verify", tooltip="wait healthy, report a failure") as group:
         wait = JobHealthySensor(
             task_id="wait_healthy", job=ctx["job"], since_driver=started, deferrable=True,
-            timeout=HEALTH_TIMEOUT, poke_interval=2, retries=0,
-        )  # fmt: skip
+            timeout=HEALTH_TIMEOUT, poke_interval=2, retries=1, retry_delay=5.0,
+        )  # fmt: skip  # a verdict fails it at once; a retry is for the orchestrator's errors
         back = rollback.override(task_id="rollback")(ctx, started.operator.task_id)
         finish = done.override(task_id="done")(ctx)
         [started, wait] >> back

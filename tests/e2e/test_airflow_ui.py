@@ -20,11 +20,10 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 from e2e.chromium import Chromium, chromium_path
+from support.airflow_api import Api, wait_for
 from support.fleet import FleetRun
 from support.integration import ClusterHandle
 
@@ -58,31 +57,6 @@ def airflow(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[AirflowSta
         left = [p for r in records for p in processes.group_members(r.pgid)]
         assert not left, f"Airflow processes left behind: {left}"
         assert stack.database.postgres.pid() is None, "the embedded PostgreSQL still runs"
-
-
-class Api:
-    def __init__(self, stack: AirflowStack) -> None:
-        self.url = f"{stack.options.url}/api/v2"
-        self.headers = {"Authorization": f"Bearer {stack.token()}"}
-
-    def __call__(self, method: str, path: str, **kwargs: Any) -> Any:
-        r = requests.request(method, f"{self.url}{path}", headers=self.headers, timeout=90,
-                             **kwargs)  # fmt: skip
-        assert r.status_code < 400, f"{method} {path}: HTTP {r.status_code} {r.text[:500]}"
-        return r.json()
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-        except AssertionError:
-            value = None
-        if value:
-            return value
-        time.sleep(2)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def test_the_ui_shows_the_dags_and_a_finished_run(

@@ -111,7 +111,8 @@ def main() -> int:
         work.mkdir()
         pg_url = stack.enter_context(throwaway_database("streamops_chaos")) if args.postgres else ""
         world = ChaosWorld(ClusterHandle(settings, cluster), work, free_port(),
-                           standby=args.standby, postgres_url=pg_url)
+                           standby=args.standby, postgres_url=pg_url,
+                           airflow_port=free_port())
         world.start()
         submit_job(world.spec(), settings, wait_healthy=300)
         run_campaign(world, args.seed, len(only) or args.steps, short=False, only=only,

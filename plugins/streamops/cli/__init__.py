@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         airflow_cmds,
         cluster_cmds,
         dashboard_cmds,
+        declarative_cmds,
         health_cmds,
         job_cmds,
         restart_cmds,
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     scale_cmds.register(sub)
     restart_cmds.register(sub)
     dashboard_cmds.register(sub)
+    declarative_cmds.register(sub)
     return parser
 
 

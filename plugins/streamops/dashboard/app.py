@@ -20,7 +20,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from streamops.dashboard import data, metrics
+from streamops.dashboard import data, metrics, resources
 from streamops.settings import Settings
 
 log = logging.getLogger("streamops.dashboard")
@@ -84,6 +84,10 @@ def create_app(settings: Settings, store_url: str | None = None) -> FastAPI:
     @app.get("/api/savepoints")
     def savepoints() -> list[dict[str, Any]]:
         return data.savepoints(settings)
+
+    @app.get("/api/resources")
+    def declared() -> dict[str, Any]:
+        return resources.resources(settings)
 
     @app.get("/api/health")
     def health() -> list[dict[str, Any]]:

@@ -138,12 +138,12 @@ def _cluster_restart_over(settings: Settings) -> bool:
 
 def _checkpoint_restart(settings: Settings, intent: JobRestart) -> ProcedureSeen | None:
     """A restart from the last checkpoint (``stop`` → ``resubmit`` → ``verify``), in progress
-    until a driver is submitted after it began to resubmit (the job's own check judges the
-    driver from then on)."""
+    until a driver is submitted after its last record (the job's own check judges the driver
+    from then on; a replacement by the reconcile loop submits it itself)."""
     job = intent.job
     if intent.finished or "resubmit" in intent.done:
         return None
-    if intent.phase == "resubmit" and any(
+    if any(
         s.get("event") == "submitted" and float(s.get("at") or 0) >= intent.at
         for s in read_submissions(settings.layout.submissions_file(job))
     ):  # fmt: skip

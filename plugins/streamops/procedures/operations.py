@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from streamops.spec import JobSpec
     from streamops.state.layout import StateLayout
     from streamops.state.savepoints.manifest import Manifest
+    from streamops.verdict import Observation
 
 
 class Registry(Protocol):
@@ -40,6 +41,8 @@ class Registry(Protocol):
     def names(self) -> list[str]: ...
 
     def driver_live(self, driver_id: str) -> bool: ...
+
+    def observe(self, name: str, since_driver: str | None = None) -> Observation: ...
 
     def current_spec(self, name: str) -> JobSpec: ...
 

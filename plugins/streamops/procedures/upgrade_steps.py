@@ -44,6 +44,7 @@ from streamops.procedures.standby import STANDBY_MODES, Standby
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, STOP_TIMEOUT
 from streamops.procedures.upgrade_plan import default_savepoint_name, plan_upgrade
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.verdict import Outcome, health_verdict
 
 log = logging.getLogger("streamops.procedures.upgrade")
 
@@ -317,6 +318,12 @@ def rollback(
         log.info("upgrade of %s: nothing to roll back: %s", job, why)
         return Rollback(False, f"nothing to roll back: {why}")
     if reason is None:
+        healthy = _healthy_now(ops, job, intent.new_driver)
+        if healthy is not None:  # what failed was not the job (e.g. the orchestrator)
+            log.warning("upgrade of %s: not rolled back: %s", job, healthy)
+            return Rollback(False, f"not rolled back: {healthy}; what failed was not the "
+                                   "job: finish the upgrade (clear the failed verify task, or "
+                                   "run `streamops upgrade` again)")  # fmt: skip
         view = ops.registry.view(job)
         reason = (f"driver {intent.new_driver or '(none started)'} is {view.state}; "
                   f"{ops.registry.failure_detail(view, intent.new_driver)}")  # fmt: skip
@@ -329,6 +336,19 @@ def rollback(
     return Rollback(True, f"job {job} v{intent.to_version} did not become healthy ({reason}); "
                           f"rolled back to v{intent.from_version} from savepoint "
                           f"{intent.savepoint}")  # fmt: skip
+
+
+def _healthy_now(ops: Operations, job: str, new_driver: str | None) -> str | None:
+    """The verdict's message when the new version is healthy on ``new_driver`` right now (a
+    rollback asked for without a reason, by a verify task that failed, must not undo a
+    healthy upgrade: an Airflow restart under the task fails it too); else None."""
+    if not new_driver:
+        return None
+    try:
+        verdict = health_verdict(ops.registry.observe(job, new_driver))
+    except StreamopsError:
+        return None
+    return verdict.message if verdict.outcome is Outcome.HEALTHY else None
 
 
 def abort_standby(ops: Operations, job: str, owner: str) -> bool:

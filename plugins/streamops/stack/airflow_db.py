@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sqlite3
 import subprocess
 import time
@@ -203,11 +204,21 @@ class EmbeddedPostgres:
         try:
             ep.pg_ctl(["-w", "-t", "30", "-m", "fast", "stop"], pgdata=self.pgdata, user=user)
         except subprocess.SubprocessError as exc:
-            log.warning("pg_ctl stop failed (%s); terminating the postmaster %s", exc, pid)
-            try:
-                os.kill(pid, 15)
-            except ProcessLookupError:
-                pass
+            log.warning("pg_ctl stop failed (%s); stopping the postmaster %s by signal", exc, pid)
+        # PostgreSQL's signals: SIGINT a fast shutdown, SIGQUIT an immediate one (recovery at
+        # the next start); SIGTERM would wait for every session to end
+        for sig, wait in ((signal.SIGINT, 30.0), (signal.SIGQUIT, 10.0)):
+            if self.pid() != pid:
+                break
+            log.warning("the postmaster %s runs on; sending it %s", pid, sig.name)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            deadline = time.monotonic() + wait
+            while self.pid() == pid and time.monotonic() < deadline:
+                time.sleep(0.2)
+        if self.pid() == pid:
+            raise ProcessError(f"the embedded PostgreSQL (pid {pid}, {self.pgdata}) does not "
+                               "stop; stop it with kill -QUIT")
         log.info("embedded PostgreSQL stopped (pid %s)", pid)
         return True
 

@@ -1,4 +1,5 @@
-"""Which running Airflow components ``streamops up`` starts again.
+"""Which running Airflow components ``streamops up`` starts again, and the scheduler's wait for
+the api-server.
 
 A component that runs is normally left alone. Two cases are not:
 
@@ -11,9 +12,12 @@ A component that runs is normally left alone. Two cases are not:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+
+import requests
 
 from streamops.processes import PidRecord
 
@@ -50,3 +54,20 @@ def stale_components(
         if status == "unhealthy" and age >= START_GRACE:
             stale.append(component)
     return stale, "running but reported unhealthy by the api-server (no recent heartbeat)"
+
+
+def wait_for_api_server(base_url: str, timeout: float = 300.0, every: float = 1.0) -> bool:
+    """Block until the api-server at ``base_url`` answers (any HTTP status); whether it did.
+
+    The scheduler waits for it before it starts: every task it launches talks to the
+    api-server's execution API, and a task launched while the api-server is still starting
+    (after ``up`` restarted the components) fails at once with "connection refused", which an
+    upgrade's verify task would take for the new version's failure."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"{base_url}/api/v2/monitor/health", timeout=5)
+            return True
+        except requests.RequestException:
+            time.sleep(every)
+    return False

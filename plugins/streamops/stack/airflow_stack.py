@@ -33,7 +33,7 @@ from streamops.exceptions import ConfigError, ProcessError
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.stack.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
-from streamops.stack.airflow_health import HEALTH_KEYS, stale_components
+from streamops.stack.airflow_health import HEALTH_KEYS, stale_components, wait_for_api_server
 from streamops.state.layout import read_json
 
 log = logging.getLogger("streamops.airflow")
@@ -407,4 +407,8 @@ def supervise(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":  # ``python -m streamops.stack.airflow_stack <component> [args]``
+    api = os.environ.get("AIRFLOW__API__BASE_URL", "")
+    if sys.argv[1:2] == ["scheduler"] and api and not wait_for_api_server(api):
+        print("the api-server did not answer within 300 s; starting the scheduler anyway",
+              file=sys.stderr)
     sys.exit(supervise([sys.executable, "-m", "airflow", *sys.argv[1:]]))

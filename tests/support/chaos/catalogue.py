@@ -16,9 +16,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from support.chaos.actions import Action, Inflicted
+from support.chaos.airflow_fault import airflow_db_killed
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
 from support.faults import driver_jvm_pid, kill_node_of, next_batches
 from support.integration import wait_until
@@ -32,26 +32,6 @@ from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
 from streamops.sim import read_journal
 from streamops.state.layout import read_json
-
-
-@dataclass
-class Inflicted:
-    """What an action did: when its fault hit (the recovery is measured from there), a note
-    for the report, what to do once the job commits again, and whether the job is expected
-    to be down until an operator acts (the action then acts itself before returning)."""
-
-    at: float
-    note: str = ""
-    then: Callable[[], None] | None = None
-
-
-@dataclass(frozen=True)
-class Action:
-    name: str
-    kind: str  # "fault" or "procedure"
-    run: Callable[[ChaosWorld, random.Random], Inflicted]
-    short: bool = True  # drawn by the short campaign too
-    needs: Callable[[ChaosWorld], bool] = field(default=lambda world: True)
 
 
 def _ps_pids(*markers: str) -> list[int]:
@@ -354,5 +334,7 @@ CATALOGUE: tuple[Action, ...] = (
     Action("scale", "procedure", scale_up_down, short=False),
     Action("upgrade", "procedure", upgrade_and_back, short=False),
     Action("cluster-restart", "procedure", cluster_restart, short=False),
+    Action("airflow-db", "fault", airflow_db_killed, short=False,
+           needs=lambda world: bool(world.airflow_port)),
 )
 BY_NAME = {a.name: a for a in CATALOGUE}

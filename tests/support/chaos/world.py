@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from sqlalchemy.engine import make_url
 from support.beta_process import BetaProcess
 from support.integration import ClusterHandle, describe_job, wait_until
@@ -35,6 +36,7 @@ from streamops.jobs import JobRegistry
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
+from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
 from streamops.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
@@ -64,6 +66,7 @@ class ChaosWorld:
     standby: str = "none"
     postgres_url: str = ""  # a PostgreSQL store (reached through a link the campaign can cut)
     reset_policy: str = "fail"
+    airflow_port: int = 0  # where the world's Airflow listens, once a step needs it (0: never)
     beta_histories: list[Path] = field(default_factory=list)
     losses: list[AcceptedLoss] = field(default_factory=list)
     alpha: AlphaSimulator = field(init=False)
@@ -88,6 +91,7 @@ class ChaosWorld:
                                 self.beta_histories[-1], self.workdir / "beta.log",
                                 seed=32, vehicles=self.vehicles, rate=self.rate)  # fmt: skip
         self.beta_link = TcpProxy(("127.0.0.1", self.beta_port))  # the job's way to beta
+        self._airflow: AirflowStack | None = None
 
     # -- the job ---------------------------------------------------------------------------
     @property
@@ -109,6 +113,23 @@ class ChaosWorld:
             changes["standby"] = self.standby
         return base.model_copy(update=changes)
 
+    def spec_file(self, file: str = "fleet-pings.yaml") -> Path:
+        """:meth:`spec` written to a YAML file of the workdir (for a DAG run's params)."""
+        path = self.workdir / f"{self.job}-{file}"
+        path.write_text(yaml.safe_dump(self.spec(file).model_dump(mode="json",
+                                                                  exclude_defaults=True)))
+        return path
+
+    def airflow(self) -> AirflowStack:
+        """The world's Airflow (api-server, scheduler, dag-processor, triggerer, its embedded
+        PostgreSQL) on the cluster's settings, started by the first step that needs it."""
+        if self._airflow is None:
+            assert self.airflow_port, "this world has no port for Airflow"
+            self._airflow = AirflowStack(self.settings, AirflowOptions(port=self.airflow_port,
+                                                                       start_timeout=600))
+            self._airflow.start()
+        return self._airflow
+
     def describe(self) -> str:
         return describe_job(self.registry.view(self.job))
 
@@ -121,6 +142,9 @@ class ChaosWorld:
         self.alpha.stop()
         self.beta_link.stop()
         self.beta.stop()
+        if self._airflow is not None:
+            self._airflow.stop()
+            assert self._airflow.database.postgres.pid() is None, "Airflow's PostgreSQL runs on"
         if self.registry.view(self.job).is_live:
             self.registry.cancel(self.job)
         if self.store_link is not None:

@@ -233,3 +233,28 @@ def test_trade_charts_show_the_newest_five_minutes_of_a_symbols_series(stack: St
         assert unknown["symbol"] == "AAPL"
     finally:
         store._engines.pop(url).dispose()
+
+
+def test_resources_lists_deployments_requests_and_notifications(stack: Stack) -> None:
+    from streamops.declarative.resources import Deployment, SavepointRequest
+    from streamops.declarative.status import set_condition
+    from streamops.declarative.store import Store
+    from streamops.state.layout import append_jsonl
+
+    store = Store(stack.settings.layout)
+    spec = {"name": "tx", "version": "2", "entrypoint": "spark_jobs.transactions_v2"}
+    store.apply(Deployment.model_validate({"name": "tx", "spec": spec}))
+    status = store.deployment_status("tx")
+    status.phase, status.driver = "Running", "driver-1"
+    status.conditions = set_condition(status.conditions, "UpgradeBlocked", True, "PlanRefused",
+                                      "verdict: REFUSED")  # fmt: skip
+    store.save_status("JobDeployment", "tx", status)
+    store.apply(SavepointRequest(name="tx-sp", job="tx", cancel=True))
+    append_jsonl(store.root / "notifications.jsonl", {"at": 1.0, "message": "reconcile pass "
+                 "failed", "error": "JobDeployment/tx: upgrade: refused"})  # fmt: skip
+    got = stack.client.get("/api/resources").json()
+    (dep,) = got["deployments"]
+    assert (dep["name"], dep["version"], dep["status"]["phase"]) == ("tx", "2", "Running")
+    assert dep["status"]["conditions"][0]["reason"] == "PlanRefused"
+    assert got["savepoint_requests"][0]["status"]["state"] == "Pending"
+    assert got["notifications"][0]["error"] == "JobDeployment/tx: upgrade: refused"

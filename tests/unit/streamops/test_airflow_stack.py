@@ -8,8 +8,11 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from unittest.mock import ANY
 
@@ -18,7 +21,7 @@ import pytest
 from streamops.exceptions import ConfigError
 from streamops.processes import PidRecord
 from streamops.settings import Settings
-from streamops.stack.airflow_health import HEALTH_KEYS, stale_components
+from streamops.stack.airflow_health import HEALTH_KEYS, stale_components, wait_for_api_server
 from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
 
 
@@ -146,3 +149,23 @@ def test_up_starts_again_what_a_restarted_database_or_a_stale_heartbeat_left_beh
     stale, why = stale_components(running, sick, False, now)
     assert stale == ["scheduler"] and "unhealthy" in why
     assert stale_components(running, None, False, now)[0] == []  # no answer: nothing judged
+
+
+def test_the_scheduler_waits_for_the_api_server_to_answer(free_port: Callable[[], int]) -> None:
+    """A real HTTP server that starts listening 1.5 s late: the wait returns once it answers
+    (even a 404 is an answer); with nobody on the port it gives up after its timeout."""
+    port = free_port()
+    server = ThreadingHTTPServer(("127.0.0.1", port), BaseHTTPRequestHandler)
+    opener = threading.Timer(1.5, server.serve_forever)
+    t0 = time.monotonic()
+    opener.start()
+    try:
+        assert wait_for_api_server(f"http://127.0.0.1:{port}", timeout=30, every=0.2)
+        assert 1.0 < time.monotonic() - t0 < 20
+    finally:
+        server.shutdown()
+        server.server_close()
+        opener.join()
+    t0 = time.monotonic()
+    assert not wait_for_api_server(f"http://127.0.0.1:{free_port()}", timeout=1, every=0.2)
+    assert time.monotonic() - t0 < 10

@@ -142,6 +142,25 @@ def test_an_unhealthy_new_version_is_rolled_back_from_the_same_savepoint(
     assert read_intent(cluster.settings, JOB, "upgrade")["phase"] == "rolled-back"
 
 
+def test_a_healthy_new_version_is_not_rolled_back_when_a_verify_task_failed_otherwise(
+    cluster: FakeCluster,
+) -> None:
+    """The DAG's rollback task runs when its verify task failed, which an Airflow restart
+    under the task does too: asked without a reason, the rollback judges the job first, and
+    a new version healthy on its driver is left running (the upgrade to be finished)."""
+    steps.plan(cluster.ops, JOB, "cli", load_spec(V2), standby="warm",
+               savepoint="sp-up")  # fmt: skip
+    for step in steps.STEPS[:4]:
+        run_step(cluster, step, "cli")
+    undo = steps.rollback(cluster.ops, JOB, "cli")
+    assert not undo.rolled_back and "is healthy on driver" in undo.message, undo.message
+    assert "rollback" not in " ".join(cluster.calls)
+    assert read_intent(cluster.settings, JOB, "upgrade")["phase"] != "rolled-back"
+    cluster.healthy = False
+    undo = steps.rollback(cluster.ops, JOB, "cli")
+    assert undo.rolled_back and cluster.calls[-1] == "rollback to v1 from sp-up"
+
+
 def test_a_failed_savepoint_aborts_the_standby_and_rolls_nothing_back(
     cluster: FakeCluster,
 ) -> None:

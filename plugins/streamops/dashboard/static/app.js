@@ -283,9 +283,31 @@ function renderHealth(runs) {
   document.getElementById("health").replaceChildren(...items);
 }
 
+function conditionsText(conditions) {
+  return conditions.map((c) => `${c.type}=${c.status}` + (c.reason ? ` (${c.reason})` : "") +
+    (c.message && c.status !== "False" ? `: ${c.message}` : "")).join("; ");
+}
+
+function renderResources(res) {
+  document.querySelector("#deployments tbody").replaceChildren(...res.deployments.map((d) =>
+    row([d.name, d.deleting ? "Deleting" : d.status.phase, d.status.driver, d.status.version,
+      clock(d.status.submission_time), clock(d.status.completion_time),
+      `${d.status.observed_generation}/${d.generation}`, conditionsText(d.status.conditions)])));
+  document.querySelector("#savepoint-requests tbody").replaceChildren(
+    ...res.savepoint_requests.map((r) => row([r.name, r.job, String(r.cancel), r.status.state,
+      clock(r.status.creation_time), r.status.message])));
+  document.getElementById("notifications").replaceChildren(...res.notifications.map((n) => {
+    const li = el("li");
+    li.append(badge("fail"), el("span", null, ` ${clock(n.at)} UTC — ${n.message}: ${n.error}`));
+    return li;
+  }));
+}
+
 async function refreshPanels() {
-  const [jobs, savepoints, health] = await Promise.allSettled(
-    [getJson("/api/jobs"), getJson("/api/savepoints"), getJson("/api/health")]);
+  const [jobs, savepoints, health, resources] = await Promise.allSettled(
+    [getJson("/api/jobs"), getJson("/api/savepoints"), getJson("/api/health"),
+     getJson("/api/resources")]);
+  if (resources.status === "fulfilled") renderResources(resources.value);
   if (jobs.status === "fulfilled") renderJobs(jobs.value);
   if (savepoints.status === "fulfilled") renderSavepoints(savepoints.value);
   if (health.status === "fulfilled") renderHealth(health.value);

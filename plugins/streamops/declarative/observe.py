@@ -1,0 +1,101 @@
+"""Observe: the cluster, the state root and the resources, once per look, into plain values
+that :mod:`streamops.declarative.decide` judges without I/O."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamops.exceptions import ClusterNotRunning, StreamopsError
+from streamops.jobs import JobRegistry, current_spec, read_submissions
+from streamops.settings import Settings
+from streamops.state.savepoints import catalogue
+
+
+@dataclass(frozen=True)
+class JobSeen:
+    """One job as observed."""
+
+    live: bool = False
+    healthy: bool = False
+    state: str = "UNKNOWN"
+    driver: str | None = None
+    version: str | None = None
+    ended: bool = False  # its driver ended and no driver of it is live
+    running_spec: dict[str, Any] | None = None  # the spec of its (last) submission
+    submitted_at: float | None = None  # the last submission
+    stopped_at: float | None = None
+    stopped_by: str | None = None  # a savepoint with cancel stopped it after its submission
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SavepointSeen:
+    name: str
+    job: str
+    version: str
+    created_at: float
+    restorable: bool  # its files are all there (a shallow check)
+
+
+@dataclass(frozen=True)
+class Observation:
+    now: float
+    cluster_up: bool
+    cluster_error: str = ""
+    jobs: dict[str, JobSeen] = field(default_factory=dict)
+    savepoints: dict[str, list[SavepointSeen]] = field(default_factory=dict)  # newest first
+
+    def job(self, name: str) -> JobSeen:
+        return self.jobs.get(name, JobSeen())
+
+
+def observe_job(settings: Settings, registry: JobRegistry, name: str) -> JobSeen:
+    view = registry.view(name)
+    subs = [s for s in read_submissions(settings.layout.submissions_file(name))
+            if s.get("event") == "submitted" and not s.get("standby")
+            and not s.get("hot_standby")]  # fmt: skip
+    try:
+        spec: dict[str, Any] | None = current_spec(settings, name).model_dump(mode="json")
+    except StreamopsError:
+        spec = None
+    status = view.status
+    submitted_at = float(subs[-1]["at"]) if subs else None
+    stopped_at = status.get("stopped_at")
+    stopped_by = None
+    if status.get("stopped_by") and submitted_at and float(stopped_at or 0) >= submitted_at:
+        stopped_by = str(status.get("savepoint") or status.get("stopped_by"))
+    return JobSeen(
+        live=view.is_live, healthy=view.healthy, state=view.state, driver=view.driver_id,
+        version=view.version, ended=not view.is_live and bool(subs), running_spec=spec,
+        submitted_at=submitted_at, stopped_at=float(stopped_at) if stopped_at else None,
+        stopped_by=stopped_by,
+        error=str(status.get("error"))[:500] if status.get("error") else None,
+    )  # fmt: skip
+
+
+def savepoints_of(settings: Settings, job: str) -> list[SavepointSeen]:
+    layout = settings.layout
+    out = []
+    for info in catalogue.list_savepoints(layout, job, clean=False):
+        try:
+            restorable = not catalogue.check_savepoint(layout, info.name)
+        except StreamopsError:
+            restorable = False
+        out.append(SavepointSeen(info.name, info.job, info.version, info.created_at, restorable))
+    return out
+
+
+def observe(settings: Settings, jobs: list[str], *, with_savepoints: set[str] | None = None,
+            registry: JobRegistry | None = None) -> Observation:  # fmt: skip
+    """The named jobs (and the savepoints of those in ``with_savepoints``) as they are now. A
+    master that does not answer is said, and no job is judged."""
+    registry = registry or JobRegistry(settings)
+    now = time.time()
+    try:
+        seen = {name: observe_job(settings, registry, name) for name in jobs}
+    except ClusterNotRunning as exc:
+        return Observation(now, cluster_up=False, cluster_error=str(exc))
+    saved = {job: savepoints_of(settings, job) for job in sorted(with_savepoints or ())}
+    return Observation(now, cluster_up=True, jobs=seen, savepoints=saved)

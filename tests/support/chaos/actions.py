@@ -1,0 +1,29 @@
+"""What a chaos step is: an :class:`Action` of the catalogue, and what it :class:`Inflicted`."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from support.chaos.world import ChaosWorld
+
+
+@dataclass
+class Inflicted:
+    """What an action did: when its fault hit (the recovery is measured from there), a note
+    for the report, what to do once the job commits again, and whether the job is expected
+    to be down until an operator acts (the action then acts itself before returning)."""
+
+    at: float
+    note: str = ""
+    then: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    kind: str  # "fault" or "procedure"
+    run: Callable[[ChaosWorld, random.Random], Inflicted]
+    short: bool = True  # drawn by the short campaign too
+    needs: Callable[[ChaosWorld], bool] = field(default=lambda world: True)

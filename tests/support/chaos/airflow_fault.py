@@ -1,0 +1,110 @@
+"""A fault of the orchestrator: Airflow's embedded PostgreSQL killed in the middle of an
+upgrade DAG run.
+
+``savepoint_and_upgrade`` (v1 → v2) is triggered in the world's real Airflow; its metadata
+database is killed -9 either while the savepoint-with-cancel task runs or once the old
+version has stopped, and stays down 10-30 s. Meanwhile health's ``jobs`` checks must fail
+whenever the job has no live driver (the unfinished upgrade intent says so, and what resumes
+it). Then the operator's way back: ``streamops airflow start`` (the database and the four
+processes started again), the run's failed tasks cleared if it failed (what health's message
+says to do), and the run finishes the upgrade from its intent. The job goes back to v1 with
+the CLI's procedure, so the next step finds it as the campaign started it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+
+from support.airflow_api import Api, wait_for
+from support.chaos.actions import Inflicted
+from support.chaos.world import ChaosWorld
+
+from streamops.exceptions import StreamopsError
+from streamops.health.checks import run_checks
+from streamops.health.report import Level
+from streamops.procedures.upgrade import upgrade
+
+DAG = "savepoint_and_upgrade"
+SAVEPOINT_GROUP = "savepoint_with_cancel"
+
+
+def _group_running(api: Api, run_id: str) -> bool:
+    states = api.task_states(DAG, run_id)
+    return any(task.partition(".")[0] == SAVEPOINT_GROUP and state == "running"
+               for task, state in states.items())  # fmt: skip
+
+
+def _old_driver_stopped(world: ChaosWorld, first: str) -> bool:
+    try:
+        live = {d.id for d in world.registry.client.active_drivers() if d.state == "RUNNING"}
+    except StreamopsError:
+        return False
+    return first not in live
+
+
+def _live(world: ChaosWorld) -> bool:
+    try:
+        return world.registry.view(world.job).is_live
+    except StreamopsError:
+        return world.registry.view_from_state(world.job).is_live
+
+
+def _watch_jobs(world: ChaosWorld, seconds: float) -> tuple[int, list[str]]:
+    """Sample the ``jobs`` checks for ``seconds``: how many samples saw the job down, and
+    those that said OK then."""
+    down, wrong = 0, []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        live = _live(world)
+        verdict = run_checks(world.settings, groups=["jobs"])
+        if not live and not _live(world):
+            down += 1
+            if verdict.level is Level.OK:
+                wrong.append(verdict.summary()[:300])
+        time.sleep(2)
+    return down, wrong
+
+
+def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    stack = world.airflow()
+    api = Api(stack)
+    first = str(world.registry.view(world.job).driver_id)
+    spec = world.spec_file("fleet-pings-v2.yaml")
+    run_id = api.trigger(DAG, {"job": world.job, "spec": str(spec)})
+    moment = rng.choice(("savepoint", "stopped"))
+    if moment == "savepoint":
+        wait_for(lambda: _group_running(api, run_id), 600,
+                 f"a task of {SAVEPOINT_GROUP} of {run_id} to run")  # fmt: skip
+        time.sleep(rng.uniform(0, 2))
+    else:
+        wait_for(lambda: _old_driver_stopped(world, first), 600,
+                 f"the old version's driver {first} to stop")  # fmt: skip
+    postmaster = stack.database.postgres.pid()
+    assert postmaster is not None, "Airflow's PostgreSQL does not run"
+    at = time.time()
+    os.kill(postmaster, signal.SIGKILL)
+    down_for = rng.uniform(10, 30)
+    down, wrong = _watch_jobs(world, down_for)
+    assert not wrong, f"health's jobs checks said OK while the job was down: {wrong}"
+    started = time.monotonic()
+    stack.start()  # `streamops airflow start`
+    back = time.monotonic() - started
+    api = Api(stack)
+    state, cleared = api.wait_finished(DAG, run_id), []
+    for _ in range(2):
+        if state == "success":
+            break
+        cleared += api.clear_failed(DAG, run_id)
+        state = api.wait_finished(DAG, run_id)
+    assert state == "success", (f"{DAG} run {run_id} ended {state} after its tasks "
+                                f"{cleared} were cleared: {api.task_states(DAG, run_id)}")
+    view = world.registry.view(world.job)
+    assert view.is_live and str(view.driver_id) != first, world.describe()
+    upgrade(world.settings, world.job, world.spec(), allow_state_drop=True)
+    how = f"its tasks {', '.join(sorted(set(cleared)))} cleared" if cleared else "no clear needed"
+    return Inflicted(at, f"Airflow's PostgreSQL killed ({moment}), down {down_for:.0f} s "
+                     f"({down} samples with the job down, none OK), Airflow back {back:.0f} s "
+                     f"later; the upgrade run finished ({how}); back to v1 by the CLI")
