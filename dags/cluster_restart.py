@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from airflow.sdk import Param, dag, task
 
+from streamops.procedures import cluster_restart as procedure
 from streamops_airflow.cluster_groups import (
     restart_step,
     restore_all_jobs,
@@ -32,6 +33,7 @@ from streamops_airflow.cluster_groups import (
     savepoint_all_jobs,
 )
 from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.procedure_tasks import this_run
 
 
 @dag(
@@ -53,27 +55,23 @@ def cluster_restart() -> None:
 
     @task
     def begin(release: str) -> dict:
-        from airflow.sdk import get_current_context
-
-        from streamops_airflow.operators import run_owner
-
         # the run owns the intent: health names it while the restart is unfinished
-        intent = restart_step("begin", release=release, owner=run_owner(get_current_context()))
+        intent = restart_step(procedure.begin, release=release, owner=this_run())
         print(f"restart {intent.release_from} -> {intent.release_to}: jobs "
               f"{sorted(intent.savepoints)}, workers {intent.workers}")
         return {"from": intent.release_from, "to": intent.release_to}
 
     @task(trigger_rule="none_failed")
     def stop_cluster() -> None:
-        restart_step("stop_cluster")
+        restart_step(procedure.stop_cluster)
 
     @task
     def switch_release() -> None:
-        restart_step("switch_release")
+        restart_step(procedure.switch_release)
 
     @task
     def start_cluster() -> None:
-        restart_step("start_cluster")
+        restart_step(procedure.start_cluster)
 
     begun = begin(validate())
     saved = savepoint_all_jobs()

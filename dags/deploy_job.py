@@ -4,8 +4,10 @@
 Deploy a streaming job: **validate spec → submit → wait healthy**.
 
 The job runs as one supervised cluster-mode driver (`spark-submit --deploy-mode cluster
---supervise`). The submit task ends when the job is *healthy* (every stage committed a batch
-or is idle), not when the streaming driver ends; the wait is deferred to the triggerer.
+--supervise`), with its hot standby beside it for a `standby: hot` spec: the deploy of
+`streamops.procedures.deploy.start_job`, the one `streamops submit` runs too. The submit
+task ends when the job is *healthy* (every stage committed a batch or is idle), not when the
+streaming driver ends; the wait is deferred to the triggerer.
 
 A second live instance of the same job name is refused with a clear error: cancel it first,
 or use `savepoint_and_upgrade` to change its version.

@@ -20,12 +20,11 @@ from airflow.sdk import Param, dag, task
 
 from streamops_airflow.dag_defaults import manual_dag
 from streamops_airflow.job_groups import (
-    HEALTH_TIMEOUT,
+    last_checkpoint,
     savepoint_with_cancel,
     start_same_version,
     verify,
 )
-from streamops_airflow.sensors import JobHealthySensor
 
 
 @dag(
@@ -62,26 +61,6 @@ def restart_job() -> None:
             return "savepoint_with_cancel.begin"
         return "stop"
 
-    @task(retries=0)
-    def stop(ctx: dict) -> str | None:
-        """Cancel the job if it still runs (no savepoint); nothing to do if it is dead."""
-        from streamops.procedures.restart import stop_for_restart
-        from streamops_airflow.hooks import ops_settings
-
-        return stop_for_restart(ops_settings(), ctx["job"])
-
-    @task
-    def resubmit(ctx: dict) -> str:
-        """Submit the last spec again; it resumes from its checkpoints."""
-        from airflow.sdk import get_current_context
-
-        from streamops.procedures.restart import resubmit as resubmit_job
-        from streamops_airflow.hooks import ops_settings
-        from streamops_airflow.operators import run_owner
-
-        owner = run_owner(get_current_context())
-        return resubmit_job(ops_settings(), ctx["job"], owner=owner)
-
     ctx = validate()
     branch = choose(ctx)
 
@@ -90,12 +69,7 @@ def restart_job() -> None:
     branch >> graceful >> started
     verify(ctx, started)
 
-    resubmitted = resubmit(ctx)
-    branch >> stop(ctx) >> resubmitted
-    JobHealthySensor(
-        task_id="wait_healthy", job=ctx["job"], since_driver=resubmitted, deferrable=True,
-        timeout=HEALTH_TIMEOUT, retries=0,
-    )  # fmt: skip
+    branch >> last_checkpoint(ctx)
 
 
 restart_job()

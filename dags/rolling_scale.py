@@ -20,13 +20,12 @@ health check expects that many workers, and shows an unfinished scale with its r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 from airflow.sdk import Param, dag, task
 
+from streamops.procedures import scale
+from streamops.procedures.timeouts import VERIFY_BATCHES_TIMEOUT
 from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.procedure_tasks import run_step, this_run
 
 
 @dag(
@@ -73,71 +72,33 @@ def rolling_scale() -> None:
 
     @task
     def mark_batches() -> dict:
-        from streamops.procedures import scale
-        from streamops_airflow.hooks import ops_settings
-
-        return scale.batch_marks(ops_settings())
+        return run_step(lambda ops: scale.batch_marks(ops.settings))
 
     @task(retries=0)
     def change_workers(plan: dict) -> int:
-        from streamops.procedures import scale
-        from streamops_airflow.hooks import ops_settings
-
-        settings, owner = ops_settings(), _owner()
         node = plan.get("node")
-        target = scale.target_workers(settings, workers=plan.get("workers"),
-                                      add=node if plan["action"] == "add" else None,
-                                      remove=node if plan["action"] == "remove" else None)
-        scale.begin(settings, owner, target)
-        with _recorded(settings, owner, "change_workers"):
-            if plan["action"] == "workers":
-                result = scale.scale_to(settings, plan["workers"])
-            elif plan["action"] == "add":
-                result = scale.add_worker(settings, plan["node"])
-            else:
-                result = scale.remove_worker(settings, plan["node"])
+        result = run_step(scale.change_workers, this_run(), workers=plan.get("workers"),
+                          add=node if plan["action"] == "add" else None,
+                          remove=node if plan["action"] == "remove" else None)  # fmt: skip
         print(result.summary())
         return len(result.running)
 
     @task
     def confirm_in_master(expected: int) -> None:
-        from streamops.procedures import scale
-        from streamops_airflow.hooks import ops_settings
-
-        settings, owner = ops_settings(), _owner()
-        with _recorded(settings, owner, "confirm_in_master"):
-            scale.wait_alive_count(settings, expected)
-        scale.workers_changed(settings, owner)  # health expects this many workers from now on
-        scale.step_done(settings, owner, "confirm_in_master")
+        run_step(scale.confirm_in_master, this_run(), expected)
 
     @task
     def verify_batches_continue(marks: dict, params: dict | None = None) -> dict:
-        from streamops.procedures import scale
-        from streamops_airflow.hooks import ops_settings
-
-        settings, owner = ops_settings(), _owner()
-        timeout = float((params or {}).get("verify_timeout") or 300)
-        with _recorded(settings, owner, "verify_batches_continue"):
-            batches = scale.verify_batches_continue(settings, _marks(marks), timeout)
-        scale.step_done(settings, owner, "verify_batches_continue")
+        timeout = float((params or {}).get("verify_timeout") or VERIFY_BATCHES_TIMEOUT)
+        batches = run_step(scale.verify_batches, this_run(), _marks(marks), timeout)
         print(f"batches after the scale: {batches}")
         return batches
 
     @task
     def rebalance() -> list[str]:
-        from streamops.procedures import scale
-        from streamops_airflow.hooks import ops_settings
-
-        settings, owner = ops_settings(), _owner()
-        with _recorded(settings, owner, "rebalance"):
-            jobs = scale.rebalance_candidates(settings)
-            for job in jobs:
-                print(f"job {job} cannot use the free cores; restarting it from a savepoint")
-                scale.rebalance(settings, job)
-        if not jobs:
-            print("every job uses the cores it asks for; no rebalance needed")
-        scale.step_done(settings, owner, "rebalance")
-        scale.finish(settings, owner)
+        jobs = run_step(scale.rebalance_jobs, this_run())
+        print(f"rebalanced (restarted from a savepoint to use the free cores): {jobs}" if jobs
+              else "every job uses the cores it asks for; no rebalance needed")
         return jobs
 
     marks = mark_batches()
@@ -147,28 +108,6 @@ def rolling_scale() -> None:
     marks >> running
     confirmed = confirm_in_master(running)
     confirmed >> verify_batches_continue(marks) >> rebalance()
-
-
-def _owner() -> str:
-    """This DAG run, the owner of its scale's intent."""
-    from airflow.sdk import get_current_context
-
-    from streamops_airflow.operators import run_owner
-
-    return run_owner(get_current_context())
-
-
-@contextmanager
-def _recorded(settings: Any, owner: str, step: str) -> Iterator[None]:
-    """Run a step; its failure is kept in the scale's intent (health shows it)."""
-    from streamops.exceptions import StreamopsError
-    from streamops.procedures import scale
-
-    try:
-        yield
-    except StreamopsError as exc:
-        scale.record_failure(settings, owner, f"step {step} failed: {exc}")
-        raise
 
 
 def _marks(raw: dict) -> dict:

@@ -14,7 +14,10 @@ and what to do about it::
     │   └── ClusterRestartFailed  a full-cluster restart failed (and was rolled back)
     ├── JobError               a job-level operation failed
     │   ├── JobAlreadyRunning  a live instance of the job name exists (submit refused)
-    │   └── JobNotFound        no job of that name is known
+    │   ├── JobNotFound        no job of that name is known
+    │   ├── UpgradeRefused     the upgrade's plan is not allowed; nothing was stopped
+    │   ├── UpgradeFailed      an upgrade cannot go on (rolled back when it stopped the job)
+    │   └── RestartFailed      a restart cannot go on (no intent, another owner's, finished)
     ├── SavepointError         a savepoint could not be written, read, verified or restored
     │   ├── SavepointExists    the name is taken
     │   ├── SavepointNotFound  no readable savepoint of that name
@@ -79,6 +82,18 @@ class JobAlreadyRunning(JobError):
 
 class JobNotFound(JobError):
     """No job of that name is known to the state root or the cluster."""
+
+
+class UpgradeRefused(JobError):
+    """The upgrade plan is not allowed; nothing was stopped."""
+
+
+class UpgradeFailed(JobError):
+    """The new version did not become healthy; the old one was restored from the savepoint."""
+
+
+class RestartFailed(JobError):
+    """A restart of a job cannot go on (no intent, another owner's, finished)."""
 
 
 class SavepointError(StreamopsError):

@@ -179,6 +179,20 @@ class JobRegistry:
             ids.add(str(hot["driver_id"]))
         return {d.id for d in active if d.id in ids and d.state in LIVE_DRIVER_STATES}
 
+    def current_spec(self, name: str) -> JobSpec:
+        """The spec of ``name``'s running driver's submission (:func:`current_spec`)."""
+        return current_spec(self.settings, name)
+
+    def wait_driver_ended(self, name: str, driver_id: str | None, timeout: float) -> None:
+        """Wait until ``driver_id`` (else any driver of ``name``) is no longer live on the
+        master; a warm standby of the job may be live beside it."""
+        deadline = time.monotonic() + timeout
+        while self.driver_live(driver_id) if driver_id else self.view(name).is_live:
+            if time.monotonic() > deadline:
+                raise JobError(f"job {name}: driver {driver_id} still running {timeout:.0f}s "
+                               "after it was told to stop")  # fmt: skip
+            time.sleep(0.2)
+
     def driver_live(self, driver_id: str) -> bool:
         """Whether the master lists ``driver_id`` among its live drivers."""
         return any(

@@ -24,6 +24,7 @@ from streamops.cluster.client import MasterClient, WorkerInfo
 from streamops.exceptions import StreamopsError
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
+from streamops.procedures.operations import Operations
 from streamops.settings import Settings
 from streamops_airflow.provider import CONN_TYPE
 
@@ -102,6 +103,13 @@ def ops_settings(conn_id: str = SparkStandaloneHook.default_conn_name) -> Settin
     """The settings of a task of any DAG: connection ``conn_id`` when it exists, else the
     ``STREAMOPS_*`` environment (:attr:`SparkStandaloneHook.settings`, the one resolution)."""
     return SparkStandaloneHook(conn_id).settings
+
+
+def ops_operations(conn_id: str = SparkStandaloneHook.default_conn_name) -> Operations:
+    """The operations port the procedures' tasks act through (of :func:`ops_settings`)."""
+    from streamops.procedures.world import operations
+
+    return operations(ops_settings(conn_id))
 
 
 def connection_uri(settings: Settings) -> str:

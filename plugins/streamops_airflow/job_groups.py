@@ -1,14 +1,16 @@
-"""Task groups of the ``restart_job`` DAG (mode ``savepoint``): each task runs, or polls, one
-step of :mod:`streamops.procedures.savepoint_restart` (the restart from a fresh savepoint that the
-CLI, the rebalance and the cluster restart run), for the DAG run that owns the job's restart
-intent ``jobs/<job>/restart.json``; a retried task resumes from it (no second cancel, no
-second submit). Every group takes ``ctx``, the output of a task with
-``multiple_outputs=True`` holding at least ``job`` and ``savepoint``::
+"""Task groups of the ``restart_job`` DAG: each task runs, or polls, one step function of the
+job's restart (:mod:`streamops.procedures.savepoint_restart` in mode ``savepoint``,
+:mod:`streamops.procedures.restart` from the last checkpoint), the steps the CLI, the
+rebalance and the cluster restart run, for the DAG run that owns the job's restart intent
+``jobs/<job>/restart.json``; a retried task resumes from it (no second cancel, no second
+submit). Every group takes ``ctx``, the output of a task with ``multiple_outputs=True``
+holding at least ``job`` and ``savepoint``::
 
     savepoint_with_cancel:  begin → request → wait_result (sensor) → wait_stopped (sensor)
     start_same_version:     the job's spec submitted from the savepoint (once)
     verify:                 wait_healthy (deferrable sensor) → done (the library's verify),
                             or rollback: fail with why (the savepoint is kept)
+    last_checkpoint:        stop → resubmit → wait_healthy (deferrable sensor)
 
 The upgrade (``savepoint_and_upgrade``) runs the steps of :mod:`streamops.procedures.upgrade_steps`
 instead: :mod:`streamops_airflow.upgrade_groups`.
@@ -22,48 +24,32 @@ from typing import Any
 from airflow.sdk import TaskGroup, XComArg, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
+from streamops.exceptions import JobError
+from streamops.procedures import restart, savepoint_restart
+from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, SAVEPOINT_TIMEOUT
+from streamops.procedures.timeouts import STOP_SENSOR_TIMEOUT as STOP_TIMEOUT
 from streamops_airflow.exceptions import ProcedureFailed
+from streamops_airflow.procedure_tasks import StepSensor, job_step
 from streamops_airflow.sensors import JobHealthySensor
-from streamops_airflow.step_tasks import StepSensor, call_step
 
 log = logging.getLogger("streamops.airflow")
 
-HEALTH_TIMEOUT = 300.0
-SAVEPOINT_TIMEOUT = 240.0
-STOP_TIMEOUT = 90.0
-
-
-def restart_step(step: str, job: str, *args: Any, fatal: bool = True, **kwargs: Any) -> Any:
-    """Run step ``step`` of :mod:`streamops.procedures.savepoint_restart` on ``job`` for this DAG
-    run; with ``fatal`` a job error (not running, a failed or unanswered savepoint, another run's
-    restart) fails the task without a retry."""
-    from streamops.exceptions import JobError
-    from streamops.procedures import savepoint_restart
-    from streamops_airflow.operators import run_owner
-
-    owner = run_owner(get_current_context())
-    return call_step(savepoint_restart, step, owner, job, *args,
-                     fatal=(JobError,) if fatal else (), **kwargs)  # fmt: skip
-
-
-class RestartStepSensor(StepSensor):
-    """Poll step ``step`` of :mod:`streamops.procedures.savepoint_restart` on ``job`` until it is
-    done."""
-
-    def run_step(self) -> Any:
-        return restart_step(self.step, self.job)
+FATAL = (JobError,)  # a job not running, a failed or unanswered savepoint, another run's intent
 
 
 @task(retries=1)
 def begin(ctx: dict[str, Any]) -> str:
     """Record the restart's intent (the job's spec, the savepoint name); the savepoint."""
-    return str(restart_step("begin", ctx["job"], savepoint=ctx["savepoint"]).savepoint)
+    intent = job_step(savepoint_restart.begin, ctx["job"], savepoint=ctx["savepoint"],
+                      fatal=FATAL)  # fmt: skip
+    return str(intent.savepoint)
 
 
 @task(retries=1)
 def request(ctx: dict[str, Any]) -> str:
     """Ask the driver for the savepoint with cancel; the request id."""
-    intent = restart_step("request_savepoint", ctx["job"], timeout=SAVEPOINT_TIMEOUT - 60)
+    intent = job_step(savepoint_restart.request_savepoint, ctx["job"], timeout=REQUEST_TIMEOUT,
+                      fatal=FATAL)  # fmt: skip
     return str(intent.savepoint_cancel().request)
 
 
@@ -72,13 +58,13 @@ def savepoint_with_cancel(ctx: XComArg) -> TaskGroup:
     with TaskGroup("savepoint_with_cancel", tooltip="savepoint, then stop the job") as group:
         begun = begin.override(task_id="begin")(ctx)
         asked = request.override(task_id="request")(ctx)
-        answered = RestartStepSensor(
-            task_id="wait_result", step="savepoint_answered", job=ctx["job"],
-            timeout=SAVEPOINT_TIMEOUT, retries=0, poke_interval=1.0,
+        answered = StepSensor(
+            task_id="wait_result", step=savepoint_restart.savepoint_answered, job=ctx["job"],
+            fatal=FATAL, timeout=SAVEPOINT_TIMEOUT, retries=0, poke_interval=1.0,
         )  # fmt: skip
-        stopped = RestartStepSensor(
-            task_id="wait_stopped", step="job_stopped", job=ctx["job"],
-            timeout=STOP_TIMEOUT, retries=0, poke_interval=1.0,
+        stopped = StepSensor(
+            task_id="wait_stopped", step=savepoint_restart.job_stopped, job=ctx["job"],
+            fatal=FATAL, timeout=STOP_TIMEOUT, retries=0, poke_interval=1.0,
         )  # fmt: skip
         begun >> asked >> answered >> stopped
     return group
@@ -87,8 +73,7 @@ def savepoint_with_cancel(ctx: XComArg) -> TaskGroup:
 @task(retries=1)
 def start_same_version(ctx: dict[str, Any]) -> str:
     """Start the job's spec from the savepoint (once); the driver id."""
-    intent = restart_step("start_from_savepoint", ctx["job"], fatal=False)
-    return str(intent.new_driver)
+    return str(job_step(savepoint_restart.start_from_savepoint, ctx["job"]).new_driver)
 
 
 def verify(ctx: XComArg, started: XComArg) -> TaskGroup:
@@ -109,14 +94,13 @@ def verify(ctx: XComArg, started: XComArg) -> TaskGroup:
 def rollback(ctx: dict[str, Any], start_task_id: str) -> None:
     """The started version is not healthy: fail the run with the reason (the savepoint is
     kept to start from again)."""
-    from streamops.jobs import JobRegistry
-    from streamops_airflow.hooks import ops_settings
+    from streamops_airflow import hooks
 
     if not ctx:
         raise AirflowSkipException("nothing to report: the run failed before it began")
     job, savepoint = ctx["job"], ctx["savepoint"]
     driver = get_current_context()["ti"].xcom_pull(task_ids=start_task_id)
-    registry = JobRegistry(ops_settings())
+    registry = hooks.ops_operations().registry
     view = registry.view(job)
     reason = (f"driver {driver or '(none started)'} is {view.state}; "
               f"{registry.failure_detail(view, driver)}")  # fmt: skip
@@ -129,6 +113,37 @@ def rollback(ctx: dict[str, Any], start_task_id: str) -> None:
 @task(retries=2)
 def done(ctx: dict[str, Any]) -> dict[str, Any]:
     """Healthy (the library's verify, at once) → done; the job's state for the run's XCom."""
-    intent = restart_step("verify", ctx["job"], timeout=HEALTH_TIMEOUT)
+    intent = job_step(savepoint_restart.verify, ctx["job"], timeout=HEALTH_TIMEOUT, fatal=FATAL)
     log.info("job %s v%s is healthy on driver %s", intent.job, intent.version, intent.new_driver)
     return {"job": intent.job, "version": intent.version, "driver_id": intent.new_driver}
+
+
+@task(retries=0)
+def stop(ctx: dict[str, Any]) -> str | None:
+    """Cancel the job if it still runs (no savepoint); nothing to do if it is dead."""
+    return job_step(restart.stop_for_restart, ctx["job"])
+
+
+@task
+def resubmit(ctx: dict[str, Any]) -> str:
+    """Submit the last spec again; it resumes from its checkpoints."""
+    return str(job_step(restart.resubmit, ctx["job"]))
+
+
+@task(retries=2)
+def checkpoint_done(ctx: dict[str, Any]) -> dict[str, Any]:
+    """Healthy (the library's verify, at once) → done."""
+    intent = job_step(savepoint_restart.verify, ctx["job"], timeout=HEALTH_TIMEOUT, fatal=FATAL)
+    return {"job": intent.job, "version": intent.version, "driver_id": intent.new_driver}
+
+
+def last_checkpoint(ctx: XComArg) -> XComArg:
+    """Stop → resubmit → healthy (deferred) → done; the first task (``stop``)."""
+    first = stop(ctx)
+    resubmitted = resubmit(ctx)
+    wait = JobHealthySensor(
+        task_id="wait_healthy", job=ctx["job"], since_driver=resubmitted, deferrable=True,
+        timeout=HEALTH_TIMEOUT, retries=0,
+    )  # fmt: skip
+    first >> resubmitted >> wait >> checkpoint_done.override(task_id="done")(ctx)
+    return first

@@ -24,21 +24,19 @@ from airflow.sdk import Context
 
 from streamops.cluster import rpc_auth
 from streamops.cluster.spark_home import check_spark_install
-from streamops.cluster.submission import Submission, build_submission, record_submission
-from streamops.exceptions import JobError, StreamopsError
-from streamops.procedures.intents import already_started, record_intent
-from streamops.procedures.submit import ensure_not_running
+from streamops.cluster.submission import Submission
+from streamops.exceptions import JobAlreadyRunning, JobError, StreamopsError
+from streamops.procedures.deploy import start_job
+from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import load_spec
+from streamops_airflow import hooks
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
+from streamops_airflow.procedure_tasks import run_owner
 from streamops_airflow.triggers import defer_until_healthy, health_outcome
 
-
-def run_owner(context: Context) -> str:
-    """Who owns an intent record: the DAG run (a retried task of the same run resumes)."""
-    ti = context["ti"]
-    return f"airflow:{ti.dag_id}/{ti.run_id}"
+__all__ = ["StandaloneClusterSubmitHook", "StreamingSparkSubmitOperator", "run_owner"]
 
 
 class StandaloneClusterSubmitHook(SparkSubmitHook):
@@ -78,12 +76,15 @@ class StandaloneClusterSubmitHook(SparkSubmitHook):
 
 
 class StreamingSparkSubmitOperator(SparkSubmitOperator):
-    """Submit the job of ``spec_path`` as a supervised cluster-mode driver via ``spark-submit``.
+    """Submit the job of ``spec_path`` as a supervised cluster-mode driver via ``spark-submit``:
+    the deploy procedure :func:`streamops.procedures.deploy.start_job` (the CLI's ``submit``
+    too: the hot standby of a ``standby: hot`` spec is submitted beside it), its transport
+    ``spark-submit``.
 
-    Refuses (fails at once) when a live instance of the job exists. Records its intent in
-    ``jobs/<job>/deploy.json`` first, so a retried task waits for the driver it submitted
-    instead of failing on it. With ``wait_for_healthy`` the task ends when the job is healthy.
-    Returns the driver id.
+    Refuses (fails at once) when a live instance of the job exists. The deploy's intent
+    ``jobs/<job>/deploy.json`` lets a retried task wait for the driver it submitted instead of
+    failing on it. With ``wait_for_healthy`` the task ends when the job is healthy. Returns the
+    driver id.
     """
 
     template_fields: Sequence[str] = ("spec_path",)
@@ -91,7 +92,7 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
     def __init__(
         self, *, spec_path: str,
         spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
-        wait_for_healthy: bool = True, health_timeout: float = 300.0,
+        wait_for_healthy: bool = True, health_timeout: float = HEALTH_TIMEOUT,
         deferrable: bool = False, poll_interval: float = 5.0, **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(**kwargs)
@@ -109,29 +110,11 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
             spec = load_spec(self.spec_path)
         except StreamopsError as exc:
             raise ProcedureFailed(str(exc)) from exc
-        owner = run_owner(context)
-        driver_id = already_started(settings, spec.name, "deploy", "submit", owner=owner)
-        view = cluster.job(spec.name)
-        if driver_id and (view.status.get("state") == "FAILED" or view.driver_id != driver_id):
-            self.log.warning("the driver %s this run submitted failed on start (now %s, %s): "
-                             "replacing it", driver_id, view.driver_id, view.state)  # fmt: skip
-            if view.is_live:
-                cluster.registry.cancel(spec.name)
-            driver_id = None
-        if driver_id is None:
-            try:
-                ensure_not_running(cluster.registry, spec.name)
-            except JobError as exc:
-                raise ProcedureFailed(str(exc)) from exc
-            submission = build_submission(spec, settings)
-            spark_submit = check_spark_install().home / "bin" / "spark-submit"
-            self._hook = StandaloneClusterSubmitHook(submission, settings, spark_submit)
-            record_intent(settings, spec.name, "deploy", "submit", version=spec.version,
-                          owner=owner)  # fmt: skip
-            driver_id = self._hook.submit(str(submission.app_resource))
-            if not driver_id:
-                raise ProcedureFailed(f"spark-submit printed no driver id for job {spec.name}")
-            record_submission(settings, spec, driver_id)
+        try:
+            driver_id = start_job(hooks.ops_operations(self.spark_standalone_conn_id), spec,
+                                  owner=run_owner(context), transport=self._spark_submit)
+        except JobAlreadyRunning as exc:
+            raise ProcedureFailed(str(exc)) from exc
         if not self.wait_for_healthy:
             return driver_id
         if self.deferrable:
@@ -145,6 +128,16 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
         except JobError as exc:
             raise JobNotHealthy(str(exc)) from exc
         return driver_id
+
+    def _spark_submit(self, submission: Submission) -> str:
+        """The transport of the submissions: ``spark-submit`` (RPC client); the driver id."""
+        cluster = SparkStandaloneHook(self.spark_standalone_conn_id)
+        spark_submit = check_spark_install().home / "bin" / "spark-submit"
+        self._hook = StandaloneClusterSubmitHook(submission, cluster.settings, spark_submit)
+        driver_id = self._hook.submit(str(submission.app_resource))
+        if not driver_id:
+            raise ProcedureFailed(f"spark-submit printed no driver id for job {submission.job}")
+        return str(driver_id)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> str | None:
         """A failed start is retryable here: the retry replaces this run's failed driver."""

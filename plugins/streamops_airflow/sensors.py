@@ -3,7 +3,7 @@
 :class:`JobHealthySensor` can defer (``deferrable=True``) to :class:`JobHealthyTrigger`: a job
 takes a minute or more to become healthy and the wait should not hold a worker slot. The
 savepoint answer comes within seconds of a batch boundary: the procedures poll their own
-steps for it (:class:`streamops_airflow.step_tasks.StepSensor`).
+steps for it (:class:`streamops_airflow.procedure_tasks.StepSensor`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
+from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.verdict import Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
@@ -36,7 +37,7 @@ class JobHealthySensor(BaseSensorOperator):
     def __init__(
         self, *, job: str, since_driver: str | None = None,
         spark_standalone_conn_id: str = SparkStandaloneHook.default_conn_name,
-        deferrable: bool = False, poke_interval: float = 5.0, timeout: float = 300.0,
+        deferrable: bool = False, poke_interval: float = 5.0, timeout: float = HEALTH_TIMEOUT,
         **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(poke_interval=poke_interval, timeout=timeout, **kwargs)

@@ -1,6 +1,7 @@
-"""The ``savepoint_and_upgrade`` DAG's tasks: each runs (or polls) one step of
-:mod:`streamops.procedures.upgrade_steps`, the steps the CLI runs in a loop, for the DAG run that
-owns the upgrade's intent (a retried task resumes from it; see :func:`upgrade_step`)::
+"""The ``savepoint_and_upgrade`` DAG's tasks: each runs (or polls) one step function of
+:mod:`streamops.procedures.upgrade_steps`, the steps the CLI runs through the step runner, for
+the DAG run that owns the upgrade's intent (a retried task resumes from it; see
+:func:`upgrade_step`)::
 
     plan → start_standby → savepoint_with_cancel.request → savepoint_with_cancel.wait_result
          → start_new_version → verify.wait_healthy → verify.done (verify, finish)
@@ -17,23 +18,20 @@ from typing import Any
 from airflow.sdk import TaskGroup, XComArg, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
+from streamops.exceptions import UpgradeFailed, UpgradeRefused
+from streamops.procedures import upgrade_steps as steps
+from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, SAVEPOINT_TIMEOUT
+from streamops_airflow.procedure_tasks import Step, StepSensor, job_step
 from streamops_airflow.sensors import JobHealthySensor
-from streamops_airflow.step_tasks import StepSensor, call_step
 
-HEALTH_TIMEOUT = 300.0
-SAVEPOINT_TIMEOUT = 240.0
+FATAL = (UpgradeRefused, UpgradeFailed)
 
 
-def upgrade_step(step: str, job: str, *args: Any, **kwargs: Any) -> Any:
-    """Run step ``step`` of :mod:`streamops.procedures.upgrade_steps` on ``job`` for this DAG run; a
-    refused plan or a failed upgrade fails the task (no retry) with its reason."""
-    from streamops.procedures import upgrade_steps
-    from streamops.procedures.upgrade_plan import UpgradeFailed, UpgradeRefused
-    from streamops_airflow.operators import run_owner
-
-    owner = run_owner(get_current_context())
-    return call_step(upgrade_steps, step, owner, job, *args,
-                     fatal=(UpgradeRefused, UpgradeFailed), **kwargs)  # fmt: skip
+def upgrade_step(step: Step, job: str, *args: Any, **kwargs: Any) -> Any:
+    """Run ``step`` (a function of :mod:`streamops.procedures.upgrade_steps`) on ``job`` for
+    this DAG run; a refused plan or a failed upgrade fails the task (no retry) with its
+    reason."""
+    return job_step(step, job, *args, fatal=FATAL, **kwargs)
 
 
 @task(multiple_outputs=True)
@@ -44,7 +42,7 @@ def plan(ctx: dict[str, Any]) -> dict[str, Any]:
     from streamops.spec import spec_from_dict
 
     intent = upgrade_step(
-        "plan", ctx["job"], spec_from_dict(ctx["spec"], ctx["spec_path"]),
+        steps.plan, ctx["job"], spec_from_dict(ctx["spec"], ctx["spec_path"]),
         savepoint=ctx["savepoint"], allow_state_drop=ctx["allow_state_drop"],
         standby=ctx["standby"],
     )  # fmt: skip
@@ -57,7 +55,7 @@ def plan(ctx: dict[str, Any]) -> dict[str, Any]:
 def start_standby(ctx: dict[str, Any]) -> dict[str, Any]:
     """Warm: the new version's driver up and ready beside the old one (its description); cold
     (``standby`` cold, or auto and no free core for its driver): ``{}``."""
-    return upgrade_step("start_standby", ctx["job"], timeout=HEALTH_TIMEOUT).standby or {}
+    return upgrade_step(steps.start_standby, ctx["job"], timeout=HEALTH_TIMEOUT).standby or {}
 
 
 @task(trigger_rule="one_failed", retries=0)
@@ -65,23 +63,15 @@ def abort_standby(plan_task_id: str) -> None:
     """The savepoint failed: kill the standby started for it, if any (the old version runs on,
     or is restarted by hand from its last checkpoint)."""
     job = get_current_context()["ti"].xcom_pull(task_ids=plan_task_id, key="job")
-    if not job or not upgrade_step("abort_standby", job):
+    if not job or not upgrade_step(steps.abort_standby, job):
         raise AirflowSkipException("no standby to abort (a cold upgrade, or none came up)")
 
 
 @task(retries=1)
 def request(ctx: dict[str, Any]) -> str:
     """Ask the old driver for the savepoint with cancel (and whether it hands over)."""
-    return str(upgrade_step("request_savepoint", ctx["job"],
-                            timeout=SAVEPOINT_TIMEOUT - 60).request)  # fmt: skip
-
-
-class UpgradeStepSensor(StepSensor):
-    """Poll step ``step`` of :mod:`streamops.procedures.upgrade_steps` (one that answers whether it
-    is done, e.g. ``savepoint_answered``) on ``job`` until it is."""
-
-    def run_step(self) -> Any:
-        return upgrade_step(self.step, self.job)
+    return str(upgrade_step(steps.request_savepoint, ctx["job"],
+                            timeout=REQUEST_TIMEOUT).request)  # fmt: skip
 
 
 def savepoint_with_cancel(ctx: XComArg, standby: XComArg) -> TaskGroup:
@@ -89,8 +79,8 @@ def savepoint_with_cancel(ctx: XComArg, standby: XComArg) -> TaskGroup:
     the new version runs, after a handover)."""
     with TaskGroup("savepoint_with_cancel", tooltip="savepoint, then stop the job") as group:
         asked = request.override(task_id="request")(ctx)
-        answered = UpgradeStepSensor(
-            task_id="wait_result", step="savepoint_answered", job=ctx["job"],
+        answered = StepSensor(
+            task_id="wait_result", step=steps.savepoint_answered, job=ctx["job"], fatal=FATAL,
             timeout=SAVEPOINT_TIMEOUT, retries=0, poke_interval=1.0,
         )  # fmt: skip
         standby >> asked >> answered
@@ -100,7 +90,7 @@ def savepoint_with_cancel(ctx: XComArg, standby: XComArg) -> TaskGroup:
 @task(retries=1)
 def start_new_version(ctx: dict[str, Any]) -> str:
     """Start the new version from the savepoint, or release the warm standby; the driver id."""
-    return str(upgrade_step("start_new_version", ctx["job"]).new_driver)
+    return str(upgrade_step(steps.start_new_version, ctx["job"]).new_driver)
 
 
 @task(trigger_rule="one_failed", retries=0)
@@ -112,7 +102,7 @@ def rollback(ctx: dict[str, Any] | None) -> None:
 
     if not ctx:  # the plan failed: its output is missing
         raise AirflowSkipException("nothing to roll back: the run failed before its plan")
-    undo = upgrade_step("rollback", ctx["job"], timeout=HEALTH_TIMEOUT)
+    undo = upgrade_step(steps.rollback, ctx["job"], timeout=HEALTH_TIMEOUT)
     if not undo.rolled_back:
         raise AirflowSkipException(undo.message)
     raise ProcedureFailed(undo.message)
@@ -121,8 +111,8 @@ def rollback(ctx: dict[str, Any] | None) -> None:
 @task(retries=2)
 def done(ctx: dict[str, Any]) -> dict[str, Any]:
     """Healthy (the library's check) and the old driver ended → done; the job's state."""
-    upgrade_step("verify", ctx["job"], timeout=HEALTH_TIMEOUT)
-    intent = upgrade_step("finish", ctx["job"])
+    upgrade_step(steps.verify, ctx["job"], timeout=HEALTH_TIMEOUT)
+    intent = upgrade_step(steps.finish, ctx["job"])
     return {"job": intent.job, "version": intent.to_version, "driver_id": intent.new_driver}
 
 

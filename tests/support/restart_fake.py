@@ -1,8 +1,9 @@
-"""A fake cluster at the edge of :mod:`streamops.procedures.savepoint_restart` (the restart from a
-fresh savepoint that the restart, the rebalance and the cluster restart run): the job registry and
-the submission are hand-written fakes that record what they were asked (``calls``); the
-intent records, the control channel (request and answer files) and the submissions file
-are real.
+"""A fake world for :mod:`streamops.procedures.savepoint_restart` (the restart from a fresh
+savepoint that the restart, the rebalance and the cluster restart run): one operations port
+(``cluster.ops``) whose job registry (the cluster itself), savepoints, submitter and nodes are
+hand-written fakes that record what they were asked (``calls``); the intent records, the
+control channel (request and answer files) and the submissions file are real. Nothing is
+monkeypatched.
 
 The fake driver acts as a real one does at its batch boundaries: each time the cluster is
 looked at it answers the pending savepoint requests (publishing the savepoint), and a look
@@ -17,10 +18,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
-from streamops.exceptions import JobError, SavepointNotFound
-from streamops.procedures import intents, restore, savepoint_restart, savepoint_taking
+from streamops.cluster.releases import ReleaseStore
+from streamops.exceptions import JobError, JobNotFound, SavepointNotFound
+from streamops.procedures.operations import Operations
+from streamops.procedures.world import SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state import control
@@ -93,47 +94,109 @@ class FakeCluster:
         return killed
 
     # the submission
-    def start(self, spec: JobSpec, settings: Settings, savepoint: str, stages: Any,
-              **_: Any) -> str:  # fmt: skip
+    def start(self, spec: JobSpec, savepoint: str, stages: Any, **_: Any) -> str:
         if self.driver is not None or self.left:
             raise JobError(f"job {spec.name} is already running")
         self.submitted += 1
         self.app += 1
         self.driver = f"driver-{self.app}"
         self.calls.append(f"submit v{spec.version} from {savepoint} as {self.driver}")
-        append_jsonl(settings.layout.submissions_file(spec.name),
+        append_jsonl(self.settings.layout.submissions_file(spec.name),
                      {"event": "submitted", "driver_id": self.driver, "at": time.time()})
         return self.driver
 
     def count(self, prefix: str) -> int:
         return sum(call.startswith(prefix) for call in self.calls)
 
+    @property
+    def ops(self) -> Operations:
+        return Operations(self.settings, self, FakeSavepoints(self), FakeSubmitter(self),
+                          SystemClock(), FakeNodes(self))  # fmt: skip
 
-def install(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> FakeCluster:
-    cluster = FakeCluster(settings, load_spec(V1))
-    registry = lambda *_: cluster  # noqa: E731
-    for module in (savepoint_restart, savepoint_taking, intents):
-        monkeypatch.setattr(module, "JobRegistry", registry)
-    monkeypatch.setattr(savepoint_restart, "current_spec", lambda *_: cluster.spec)
+    # the rest of the registry
+    @property
+    def layout(self) -> Any:
+        return self.settings.layout
 
-    def get_savepoint(layout: Any, name: str, job: str | None = None) -> Any:
-        if name not in cluster.savepoints:
-            raise SavepointNotFound(f"no savepoint {name}")
-        return SimpleNamespace(stages={"vehicles": 1})
+    @property
+    def client(self) -> Any:
+        return SimpleNamespace(kill_submission=lambda d: self.calls.append(f"kill {d}"))
 
-    monkeypatch.setattr(savepoint_restart, "get_savepoint", get_savepoint)
-    monkeypatch.setattr(savepoint_taking.catalogue, "get_savepoint", get_savepoint)
-    monkeypatch.setattr(restore, "start_from_savepoint", cluster.start)
+    def current_spec(self, job: str) -> JobSpec:
+        return self.spec
 
-    def wait_driver_ended(settings: Settings, job: str, driver: str | None,
-                          timeout: float = 0) -> None:  # fmt: skip
+    def wait_driver_ended(self, job: str, driver: str | None, timeout: float) -> None:
         for _ in range(3):  # the driver ends at its next look after a cancel
-            if not cluster.driver_live(str(driver)):
+            if not self.driver_live(str(driver)):
                 return
         raise JobError(f"job {job}: driver {driver} still running")
 
-    monkeypatch.setattr(savepoint_taking, "wait_driver_ended", wait_driver_ended)
-    return cluster
+    def failure_detail(self, view: Any, driver: str | None = None) -> str:
+        return "it crashed on start"
+
+    def kill_driver(self, job: str, driver: str) -> None:
+        self.calls.append(f"kill {driver}")
+
+    def clear_orphans(self, job: str, *, keep: Any = frozenset()) -> list[str]:
+        return []
+
+
+@dataclass
+class FakeSavepoints:
+    cluster: FakeCluster
+
+    def request(self, job: str, name: str, *, cancel: bool, handover: bool, timeout: float,
+                request_id: str | None) -> str:  # fmt: skip
+        view = self.cluster.view(job)
+        if not view.is_live:
+            raise JobNotFound(f"job {job} is not running (state {view.state})")
+        return control.send_request(self.cluster.settings.layout, job, "savepoint", name=name,
+                                    cancel=cancel, timeout=timeout, handover=handover,
+                                    request_id=request_id).id  # fmt: skip
+
+    def get(self, name: str, job: str | None = None) -> Any:
+        if name not in self.cluster.savepoints:
+            raise SavepointNotFound(f"no savepoint {name}")
+        return SimpleNamespace(stages={"vehicles": 1})
+
+    def taken(self, name: str, job: str | None = None) -> bool:
+        return name in self.cluster.savepoints
+
+
+@dataclass
+class FakeSubmitter:
+    cluster: FakeCluster
+
+    def start_from_savepoint(self, spec: JobSpec, savepoint: str, stages: Any,
+                             **kwargs: Any) -> str:  # fmt: skip
+        return self.cluster.start(spec, savepoint, stages, **kwargs)
+
+    def submit(self, spec: JobSpec, **_: Any) -> str:
+        return self.cluster.start(spec, "its checkpoints", ())
+
+
+@dataclass
+class FakeNodes:
+    """The cluster's daemons: stopped and started (recorded), one worker."""
+
+    cluster: FakeCluster
+
+    def running_workers(self) -> list[str]:
+        return ["worker-1"]
+
+    def stop_all(self) -> None:
+        self.cluster.calls.append("stop cluster")
+
+    def start_all(self, workers: list[str]) -> None:
+        self.cluster.calls.append("start cluster")
+
+    def switch_release(self, release: str) -> None:
+        ReleaseStore(self.cluster.settings).switch(release)
+
+
+def install(settings: Settings) -> FakeCluster:
+    """The fake world of ``settings``' state root, v1 running as ``driver-1``."""
+    return FakeCluster(settings, load_spec(V1))
 
 
 def settings_at(tmp_path: Path) -> Settings:

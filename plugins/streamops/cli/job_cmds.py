@@ -46,11 +46,11 @@ def register(sub: Any) -> None:
 
 
 def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.procedures.submit import submit_job
+    from streamops.procedures.deploy import start_job
     from streamops.spec import load_spec
 
     spec = with_args(load_spec(args.spec), args.arg)
-    driver = submit_job(spec, settings, wait_healthy=args.wait or None)
+    driver = start_job(settings, spec, wait_healthy=args.wait or None)
     console().print(f"job [bold]{spec.name}[/] v{spec.version} submitted as driver {driver}")
     return 0
 
@@ -132,9 +132,9 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.jobs import JobRegistry
+    from streamops.procedures.entry_points import cancel_job
 
-    killed = JobRegistry(settings).cancel(args.name)
+    killed = cancel_job(settings, args.name)
     noun = "driver" if len(killed) == 1 else "drivers"
     console().print(f"job [bold]{args.name}[/] cancelled (killed {noun} {', '.join(killed)})")
     return 0

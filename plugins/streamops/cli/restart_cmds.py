@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
 from streamops.cli.tables import print_fields
+from streamops.procedures.timeouts import HEALTH_TIMEOUT
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
@@ -24,7 +25,7 @@ def register(sub: Any) -> None:
         "for a job too sick to savepoint",
     )  # fmt: skip
     p.add_argument("--savepoint", help="savepoint name (savepoint mode; default: generated)")
-    p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
+    p.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT, help="health wait, seconds")
     p.set_defaults(handler=cmd_restart)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from streamops.cli.tables import console, print_fields
+from streamops.cli.tables import print_fields
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
@@ -25,36 +25,13 @@ def register(sub: Any) -> None:
 
 
 def run_scale(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.exceptions import StreamopsError
-    from streamops.procedures import scale
+    from streamops.procedures.scale import scale
 
-    owner = scale.CLI_OWNER
-    target = scale.target_workers(settings, workers=args.workers, add=args.add,
-                                  remove=args.remove)  # fmt: skip
-    before = scale.batch_marks(settings)
-    scale.begin(settings, owner, target)  # an interrupted scale shows in `streamops health`
-    try:
-        if args.workers is not None:
-            result = scale.scale_to(settings, args.workers)
-        elif args.add:
-            result = scale.add_worker(settings, args.add)
-        else:
-            result = scale.remove_worker(settings, args.remove)
-        scale.workers_changed(settings, owner)  # health expects this many workers from now on
-        print_fields("scaled", [
-            ("started", ", ".join(result.started) or "none"),
-            ("removed", ", ".join(result.removed) or "none"),
-            ("running", f"{', '.join(result.running) or 'none'} ({len(result.running)} workers)"),
-        ])  # fmt: skip
-        if not args.no_verify:
-            scale.verify_batches_continue(settings, before)
-            scale.step_done(settings, owner, "verify_batches_continue")
-            for job in scale.rebalance_candidates(settings):
-                console().print(f"job {job} cannot use the free cores; rebalancing it")
-                scale.rebalance(settings, job)
-            scale.step_done(settings, owner, "rebalance")
-    except StreamopsError as exc:
-        scale.record_failure(settings, owner, f"{type(exc).__name__}: {exc}")
-        raise
-    scale.finish(settings, owner)
+    result = scale(settings, workers=args.workers, add=args.add, remove=args.remove,
+                   verify=not args.no_verify)  # fmt: skip
+    print_fields("scaled", [
+        ("started", ", ".join(result.started) or "none"),
+        ("removed", ", ".join(result.removed) or "none"),
+        ("running", f"{', '.join(result.running) or 'none'} ({len(result.running)} workers)"),
+    ])  # fmt: skip
     return 0

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
 from streamops.cli.tables import console, print_fields
+from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
@@ -18,13 +19,13 @@ def register(sub: Any) -> None:
     p.add_argument("job")
     p.add_argument("name", help="savepoint name (a-z, 0-9, '.', '_', '-')")
     p.add_argument("--cancel", action="store_true", help="stop the job once it is verified")
-    p.add_argument("--timeout", type=float, default=180.0)
+    p.add_argument("--timeout", type=float, default=REQUEST_TIMEOUT)
     p.set_defaults(handler=cmd_save)
 
     p = sub.add_parser("restore", help="start a job spec from a savepoint (stages by name)")
     p.add_argument("spec")
     p.add_argument("savepoint")
-    p.add_argument("--wait", type=float, default=300.0)
+    p.add_argument("--wait", type=float, default=HEALTH_TIMEOUT)
     p.set_defaults(handler=cmd_restore)
 
     for verb, fn, text in (
@@ -38,7 +39,8 @@ def register(sub: Any) -> None:
                        help="allow dropping (or renaming) stateful stages")  # fmt: skip
         if verb == "upgrade":
             p.add_argument("--savepoint", help="savepoint name (default: generated)")
-            p.add_argument("--timeout", type=float, default=300.0, help="health wait, seconds")
+            p.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT,
+                           help="health wait, seconds")
             p.add_argument(
                 "--standby", type=choice_of("streamops.procedures.standby", "STANDBY_MODES"),
                 default="auto", metavar="MODE",

@@ -25,19 +25,26 @@ from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.procedures import restart as restarts
 from streamops.procedures import savepoint_restart, savepoint_taking, upgrade_steps
-from streamops.procedures.intents import record_intent
+from streamops.procedures.deploy import start_job
 from streamops.procedures.restore import clear_stale_checkpoint, start_from_savepoint
 from streamops.procedures.savepoint_taking import SavepointCancel
-from streamops.procedures.submit import submit_job
+from streamops.procedures.step_runner import run_steps
+from streamops.procedures.timeouts import (
+    HEALTH_TIMEOUT,
+    REQUEST_TIMEOUT,
+    SAVEPOINT_TIMEOUT,
+    STOP_TIMEOUT,
+)
 from streamops.procedures.upgrade import UpgradeFailed, UpgradeRefused, upgrade
 from streamops.procedures.upgrade_plan import plan_upgrade
+from streamops.procedures.world import operations
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state.savepoints import catalogue
 
 log = logging.getLogger("streamops.declarative.act")
 
-HEALTH_TIMEOUT = 300.0
+
 Save = Callable[[InFlight], None]
 
 
@@ -105,7 +112,10 @@ def _savepoint(settings: Settings, record: InFlight, save: Save, job: str, name:
         if not view.is_live:
             raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to "
                               "savepoint")  # fmt: skip
-    return savepoint_taking.run(settings, sp, keep)
+    run_steps(savepoint_taking.STEPS, operations(settings), sp, keep,
+              waits={"request": REQUEST_TIMEOUT, "answered": SAVEPOINT_TIMEOUT,
+                     "stopped": STOP_TIMEOUT})  # fmt: skip
+    return sp
 
 
 # --- the actions -----------------------------------------------------------------------
@@ -121,7 +131,7 @@ def deploy(settings: Settings, record: InFlight, save: Save, dep: Deployment) ->
         driver = start_from_savepoint(spec, settings, savepoint, _stages(settings, spec, savepoint),
                                       wait_healthy=HEALTH_TIMEOUT)  # fmt: skip
     else:
-        driver = submit_job(spec, settings, wait_healthy=HEALTH_TIMEOUT)
+        driver = start_job(settings, spec, owner=record.owner, wait_healthy=HEALTH_TIMEOUT)
     how = f" from savepoint {savepoint}" if savepoint else ""
     return Outcome(f"v{spec.version} running{how}", driver=driver)
 
@@ -175,11 +185,11 @@ def _replace(settings: Settings, record: InFlight, save: Save, dep: Deployment,
             view = JobRegistry(settings).view(spec.name)
             record.detail["stages"] = sorted(view.stages)
             save(record)
-        restarts.stop_for_restart(settings, spec.name)
+        restarts.stop_for_restart(operations(settings), spec.name, record.owner)
         if dep.upgrade.mode == "stateless":
             for stage in record.detail["stages"]:
                 clear_stale_checkpoint(settings, spec.name, stage)
-        driver = submit_job(spec, settings, wait_healthy=HEALTH_TIMEOUT)
+        driver = start_job(settings, spec, owner=record.owner, wait_healthy=HEALTH_TIMEOUT)
     else:
         JobRegistry(settings).wait_healthy(spec.name, timeout=HEALTH_TIMEOUT, since_driver=driver)
     return Outcome(f"v{spec.version} running ({dep.upgrade.mode})", driver=driver)
@@ -207,24 +217,25 @@ def suspend(settings: Settings, record: InFlight, save: Save, dep: Deployment) -
 def restart_from_checkpoint(settings: Settings, record: InFlight, save: Save,
                             dep: Deployment) -> Outcome:  # fmt: skip
     try:
-        driver = restarts.resubmit(settings, dep.name, wait_healthy=HEALTH_TIMEOUT,
-                                   owner=record.owner)  # fmt: skip
+        done = restarts.restart_job(settings, dep.name, "last-checkpoint", owner=record.owner,
+                                    health_timeout=HEALTH_TIMEOUT)  # fmt: skip
     except JobError as exc:
         raise JobError(f"restart of {dep.name} from its last checkpoint failed: {exc}") from exc
-    record_intent(settings, dep.name, "restart", "done", mode="last-checkpoint", savepoint=None,
-                  driver_id=driver, owner=record.owner)  # fmt: skip
-    return Outcome("restarted from its last checkpoint", driver=driver)
+    return Outcome("restarted from its last checkpoint", driver=done.driver_id)
 
 
 def restart_from_savepoint(settings: Settings, record: InFlight, save: Save,
                            dep: Deployment) -> Outcome:  # fmt: skip
     name = record.detail["savepoint"]
     intent = savepoint_restart.load_intent(settings, dep.name)
-    if not (intent is not None and intent.owner == record.owner and intent.finished):
-        intent = savepoint_restart.restart(settings, dep.name, record.owner, savepoint=name,
-                                           health_timeout=HEALTH_TIMEOUT)  # fmt: skip
+    if intent is not None and intent.owner == record.owner and intent.finished:
+        driver = intent.new_driver  # a pass killed after the restart ended
+    else:
+        driver = restarts.restart_job(settings, dep.name, "savepoint", savepoint=name,
+                                      owner=record.owner,
+                                      health_timeout=HEALTH_TIMEOUT).driver_id  # fmt: skip
     return Outcome(f"restarted from savepoint {name} (restart_nonce {dep.restart_nonce})",
-                   driver=intent.new_driver, savepoint=name, savepoint_kind="restart")  # fmt: skip
+                   driver=driver, savepoint=name, savepoint_kind="restart")  # fmt: skip
 
 
 def periodic_savepoint(settings: Settings, record: InFlight, save: Save,

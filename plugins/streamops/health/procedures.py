@@ -22,8 +22,8 @@ from typing import Any
 from streamops.exceptions import StreamopsError
 from streamops.health.report import CheckResult, Level, ProcedureSeen
 from streamops.jobs import read_submissions
-from streamops.procedures import cluster_restart, savepoint_restart, scale, upgrade_steps
-from streamops.procedures.intents import read_intent
+from streamops.procedures import cluster_restart, restart, savepoint_restart, scale, upgrade_steps
+from streamops.procedures.savepoint_restart import JobRestart
 from streamops.settings import Settings
 from streamops.spec import load_spec
 
@@ -111,7 +111,9 @@ def _upgrade(settings: Settings, job: str, _: int) -> ProcedureSeen | None:
 def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSeen | None:
     intent = savepoint_restart.load_intent(settings, job)
     if intent is None:
-        return _checkpoint_restart(settings, job)
+        return None
+    if intent.mode == "last-checkpoint":
+        return _checkpoint_restart(settings, intent)
     if intent.finished or (intent.owner == "cluster-restart" and _cluster_restart_over(settings)):
         return None  # a rolled-back cluster restart started its jobs again on its own
     names = [s.__name__ for s in savepoint_restart.STEPS]
@@ -134,22 +136,24 @@ def _cluster_restart_over(settings: Settings) -> bool:
     return intent is None or intent.finished
 
 
-def _checkpoint_restart(settings: Settings, job: str) -> ProcedureSeen | None:
-    """A restart from the last checkpoint (``cancel`` → ``resubmit`` → ``done``), in progress
-    until a driver is submitted after its last record (the DAG's ends with ``resubmit``: the
-    job's own check judges the driver from then on)."""
-    record = read_intent(settings, job, "restart")
-    if not record or record.get("mode") != "last-checkpoint" or record.get("phase") == "done":
+def _checkpoint_restart(settings: Settings, intent: JobRestart) -> ProcedureSeen | None:
+    """A restart from the last checkpoint (``stop`` → ``resubmit`` → ``verify``), in progress
+    until a driver is submitted after its last record (the job's own check judges the driver
+    from then on; a replacement by the reconcile loop submits it itself)."""
+    job = intent.job
+    if intent.finished or "resubmit" in intent.done:
         return None
-    at = float(record.get("at") or 0)
-    if any(s.get("event") == "submitted" and float(s.get("at") or 0) >= at
-           for s in read_submissions(settings.layout.submissions_file(job))):  # fmt: skip
+    if any(
+        s.get("event") == "submitted" and float(s.get("at") or 0) >= intent.at
+        for s in read_submissions(settings.layout.submissions_file(job))
+    ):  # fmt: skip
         return None
-    owner = str(record.get("owner") or "cli")
-    resume = resume_by_dag(owner) or f"`streamops restart {job} --mode last-checkpoint`"
-    return ProcedureSeen("restart", job, "restart from the last checkpoint", owner,
-                         str(record.get("phase")), None, at, at, resume,
-                         stopped=record.get("phase") == "cancel")  # fmt: skip
+    resume = resume_by_dag(intent.owner) or f"`streamops restart {job} --mode last-checkpoint`"
+    names = [s.__name__ for s in restart.CHECKPOINT_STEPS]
+    return ProcedureSeen("restart", job, "restart from the last checkpoint", intent.owner,
+                         intent.phase, next((n for n in names if n not in intent.done), None),
+                         float(intent.times.get("begin", intent.at)), intent.at, resume,
+                         stopped=intent.phase == "cancel" or "stop" in intent.done)  # fmt: skip
 
 
 def _cluster_restart(settings: Settings, _job: None, _workers: int) -> ProcedureSeen | None:

@@ -1,60 +1,68 @@
 """Graceful full-cluster restart that switches the classpath jar release.
 
-Steps, each one function (one task of the ``cluster_restart`` DAG), all through the agents::
+Steps, each one function (one task of the ``cluster_restart`` DAG), all through the agents
+(the ``nodes`` of the operations port)::
 
-    begin(release)      record the intent: from/to release, running jobs, running workers
+    begin(release)      record the intent: from/to release, running jobs and their specs by
+                        value, running workers
     savepoint_jobs      savepoint every recorded job with cancel (the first steps of
                         :mod:`streamops.procedures.savepoint_restart`, whose intent is the job's
-                        own) stop_cluster        stop the workers, then the master
+                        own)
+    stop_cluster        stop the workers, then the master
     switch_release      make the new release active on every node
     start_cluster       start the master, then the recorded workers
-    restore_jobs        start every job (its spec when saved) from its savepoint
+    restore_jobs        start every job from its savepoint
     verify_healthy      wait until every job is healthy on the new release → done
     rollback(reason)    on failure: stop, switch back, start, restore from the same savepoints
+                        the specs the intent holds
 
-The intent record ``<state>/cluster/intents/cluster-restart.json`` is written before each
-destructive step and updated after it, so a retried step resumes (a job already saved is not
-saved again, a job already restored is not submitted twice) rather than repeats harm.
+The intent ``<state>/cluster/intents/cluster-restart.json`` (:class:`RestartIntent`, kept by
+the intent store) is written before each destructive step and updated after it, so a
+retried step resumes (a job already saved is not saved again, a job already restored is not
+submitted twice) rather than repeats harm. :func:`restart` runs them through the step runner,
+its failure policy the rollback.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from streamops.agent.registry import Agents
-from streamops.cluster.client import MasterClient
-from streamops.cluster.daemons import MASTER_NAME
-from streamops.cluster.node import wait_for
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed, StreamopsError
-from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import savepoint_restart as procedure
-from streamops.procedures.restore import start_from_savepoint
-from streamops.procedures.scale import running_workers
-from streamops.settings import Settings
-from streamops.state.layout import read_json, write_json_atomic
-from streamops.state.savepoints.catalogue import get_savepoint
+from streamops.procedures.cluster_nodes import switch_release_on_nodes
+from streamops.procedures.intent_store import IntentStore, StepRecord
+from streamops.procedures.operations import Nodes, Operations, World
+from streamops.procedures.step_runner import run_steps
+from streamops.procedures.timeouts import HEALTH_TIMEOUT
+from streamops.procedures.world import operations
+from streamops.spec import spec_from_dict
 
 log = logging.getLogger("streamops.procedures.cluster_restart")
 
+__all__ = ["OPERATION", "OWNER", "RestartIntent", "STEPS", "begin", "load_intent",
+           "record_failure", "restart", "restore_jobs", "rollback", "savepoint_jobs",
+           "start_cluster", "stop_cluster", "switch_release", "switch_release_on_nodes",
+           "verify_healthy"]  # fmt: skip
+
 OPERATION = "cluster-restart"
 OWNER = "cluster-restart"  # of the jobs' own restart intents (jobs/<job>/restart.json)
-FINISHED = ("done", "rolled-back")
 
 
 @dataclass
-class RestartIntent:
+class RestartIntent(StepRecord):
     """What a restart is doing; persisted after every step."""
+
+    FINISHED = ("done", "rolled-back")
 
     release_from: str | None
     release_to: str
     workers: list[str]
     savepoints: dict[str, str]  # job -> savepoint name
-    phase: str = "begun"
+    specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # job -> its spec, by value
     saved: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
@@ -62,38 +70,36 @@ class RestartIntent:
     reason: str | None = None
     owner: str = "cli"  # ``cli`` or ``airflow:<dag>/<run>``: who runs (and resumes) it
 
-    @property
-    def finished(self) -> bool:
-        return self.phase in FINISHED
+
+STORE = IntentStore(RestartIntent, OPERATION, title="cluster restart", error=ClusterRestartFailed,
+                    cluster=True, history=True,
+                    describe=lambda i: f"cluster restart to {i.release_to}")  # fmt: skip
 
 
-def load_intent(settings: Settings) -> RestartIntent | None:
-    data = read_json(settings.layout.intent_file(OPERATION))
-    names = {f.name for f in fields(RestartIntent)}
-    return RestartIntent(**{k: v for k, v in data.items() if k in names}) if data else None
+def load_intent(world: World) -> RestartIntent | None:
+    return STORE.load(world)
 
 
-def _save(settings: Settings, intent: RestartIntent, phase: str, **detail: Any) -> None:
-    intent.phase = phase
-    intent.steps.append({"phase": phase, "at": time.time(), **detail})
-    write_json_atomic(settings.layout.intent_file(OPERATION), asdict(intent))
-    log.info("cluster restart to %s: %s", intent.release_to, phase)
-
-
-def _current(settings: Settings) -> RestartIntent:
-    intent = load_intent(settings)
+def _current(ops: Operations) -> RestartIntent:
+    intent = load_intent(ops)
     if intent is None or intent.finished:
         raise ClusterRestartFailed("no cluster restart in progress; begin one first "
                                    "(`streamops cluster restart --release R`)")
     return intent
 
 
-def begin(settings: Settings, release: str, owner: str = "cli") -> RestartIntent:
+def _nodes(ops: Operations) -> Nodes:
+    if ops.nodes is None:
+        raise ClusterRestartFailed("this operations port reaches no node agents")
+    return ops.nodes
+
+
+def begin(ops: Operations, release: str, owner: str = "cli") -> RestartIntent:
     """Record the intent of restarting onto ``release``; resume an unfinished one to it
     (``owner``, the CLI or a DAG run, is who runs it from then on)."""
-    store = ReleaseStore(settings)
+    store = ReleaseStore(ops.settings)
     store.path(release)  # UnknownRelease naming the known ones
-    intent = load_intent(settings)
+    intent = load_intent(ops)
     if intent is not None and not intent.finished:
         if intent.release_to != release:
             raise ClusterRestartFailed(
@@ -102,203 +108,187 @@ def begin(settings: Settings, release: str, owner: str = "cli") -> RestartIntent
         log.info("resuming the cluster restart to %s at phase %s", release, intent.phase)
         if intent.owner != owner:
             intent.owner = owner
-            _save(settings, intent, intent.phase, owner=owner)
+            STORE.save(ops, intent, intent.phase, owner=owner)
         return intent
-    agents = Agents(settings)
-    jobs = sorted(v.name for v in JobRegistry(settings).list() if v.is_live)
+    jobs = sorted(v.name for v in ops.registry.list() if v.is_live)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     intent = RestartIntent(
-        release_from=store.active(), release_to=release, workers=running_workers(agents),
-        savepoints={job: f"{job}-restart-{stamp}" for job in jobs}, owner=owner)
-    _save(settings, intent, "begun", jobs=jobs, workers=intent.workers)
+        release_from=store.active(), release_to=release, workers=_nodes(ops).running_workers(),
+        savepoints={job: f"{job}-restart-{stamp}" for job in jobs},
+        specs={job: ops.registry.current_spec(job).model_dump(mode="json") for job in jobs},
+        owner=owner)
+    STORE.save(ops, intent, "begun", jobs=jobs, workers=intent.workers)
     log.info("cluster restart %s → %s: jobs %s, workers %s", intent.release_from, release,
              ", ".join(jobs) or "none", ", ".join(intent.workers))
     return intent
 
 
-def savepoint_jobs(settings: Settings, jobs: list[str] | None = None) -> dict[str, str]:
+def savepoint_jobs(ops: Operations, jobs: list[str] | None = None) -> dict[str, str]:
     """Savepoint every recorded job (or ``jobs``) with cancel, skipping those already saved:
     the savepoint steps of the job's restart from a savepoint, which resume on a retry (a
     request already sent is waited for, never sent twice)."""
-    intent = _current(settings)
+    intent = _current(ops)
     for job, name in intent.savepoints.items():
         if jobs is not None and job not in jobs:
             continue
         if job in intent.saved:
             log.info("job %s already saved to %s", job, name)
             continue
-        _save(settings, intent, "savepointing", job=job, savepoint=name)
-        procedure.begin(settings, job, OWNER, savepoint=name, purpose=OPERATION,
-                        watch_driver=False)  # fmt: skip
-        procedure.run_steps(settings, job, OWNER, procedure.SAVEPOINT_STEPS)
+        STORE.save(ops, intent, "savepointing", job=job, savepoint=name)
+        procedure.begin(ops, job, OWNER, savepoint=name, purpose=OPERATION, watch_driver=False)
+        run_steps(procedure.SAVEPOINT_STEPS, ops, job, OWNER, waits=procedure.WAITS)
         intent.saved.append(job)
-        _save(settings, intent, "saved", job=job, savepoint=name)
+        STORE.save(ops, intent, "saved", job=job, savepoint=name)
     return intent.savepoints
 
 
-def stop_cluster(settings: Settings) -> None:
+def stop_cluster(ops: Operations) -> None:
     """Stop every running worker, then the master (through their agents)."""
-    intent = _current(settings)
-    _save(settings, intent, "stopping")
-    _stop_all(Agents(settings))
-    _save(settings, intent, "stopped")
+    intent = _current(ops)
+    STORE.save(ops, intent, "stopping")
+    _nodes(ops).stop_all()
+    STORE.save(ops, intent, "stopped")
 
 
-def _stop_all(agents: Agents) -> None:
-    for node in reversed(running_workers(agents)):
-        agents.client(node).stop(node)
-    agents.master().stop(MASTER_NAME)
+def switch_release(ops: Operations) -> None:
+    intent = _current(ops)
+    STORE.save(ops, intent, "switching")
+    _nodes(ops).switch_release(intent.release_to)
+    STORE.save(ops, intent, "switched")
 
 
-def switch_release_on_nodes(agents: Agents, release: str) -> None:
-    """Switch the active jar release on every node that has an agent."""
-    ReleaseStore(agents.settings).path(release)  # UnknownRelease naming the known ones
-    nodes = list(agents.records())
-    if not nodes:
-        raise ClusterRestartFailed("no node agent is registered; start the cluster first")
-    for node in nodes:
-        agents.client(node).switch_release(node, release)
-    log.info("jar release %s active on %s", release, ", ".join(nodes))
-
-
-def switch_release(settings: Settings) -> None:
-    intent = _current(settings)
-    _save(settings, intent, "switching")
-    switch_release_on_nodes(Agents(settings), intent.release_to)
-    _save(settings, intent, "switched")
-
-
-def _start_all(settings: Settings, agents: Agents, workers: list[str]) -> None:
-    agents.master().start(MASTER_NAME)
-    for node in workers:
-        agents.client(node).start(node)
-    client = MasterClient(settings)
-    log.info("waiting for the master to leave recovery (submissions need status ALIVE)")
-    wait_for(lambda: True if client.state().get("status") == "ALIVE" else None, 180.0,
-             lambda: f"the master is still {client.state().get('status')} 180s after start")
-
-
-def start_cluster(settings: Settings) -> None:
+def start_cluster(ops: Operations) -> None:
     """Start the master, then the workers that ran before the restart."""
-    intent = _current(settings)
-    _save(settings, intent, "starting")
-    _start_all(settings, Agents(settings), intent.workers)
-    _save(settings, intent, "started")
+    intent = _current(ops)
+    STORE.save(ops, intent, "starting")
+    _nodes(ops).start_all(intent.workers)
+    STORE.save(ops, intent, "started")
 
 
-def restore_jobs(settings: Settings, jobs: list[str] | None = None) -> None:
+def restore_jobs(ops: Operations, jobs: list[str] | None = None) -> None:
     """Submit every saved job (or ``jobs``) from its savepoint, once: a retried step skips
     the jobs already restored (the job's restart intent knows the driver it submitted)."""
-    intent = _current(settings)
-    _save(settings, intent, "restoring")
-    registry = JobRegistry(settings)
+    intent = _current(ops)
+    STORE.save(ops, intent, "restoring")
     for job, name in intent.savepoints.items():
         if job not in intent.saved or (jobs is not None and job not in jobs):
             continue  # never stopped by this restart
-        if job in intent.restored or registry.view(job).is_live:
+        if job in intent.restored or ops.registry.view(job).is_live:
             log.info("job %s is already restored", job)
             continue
-        procedure.start_from_savepoint(settings, job, OWNER)
+        procedure.start_from_savepoint(ops, job, OWNER)
         intent.restored.append(job)
-        _save(settings, intent, intent.phase, restored=job, savepoint=name)
-    _save(settings, intent, "restored")
+        STORE.save(ops, intent, intent.phase, restored=job, savepoint=name)
+    STORE.save(ops, intent, "restored")
 
 
-def _restore_again(settings: Settings, intent: RestartIntent) -> None:
+def _spec_of(ops: Operations, intent: RestartIntent, job: str) -> dict[str, Any]:
+    """The spec ``job`` ran before the restart, by value: the intent's, else (an intent of
+    the older layout, before it held them) the job's own restart intent's."""
+    if job in intent.specs:
+        return intent.specs[job]
+    own = procedure.load_intent(ops, job)
+    if own is not None and own.owner == OWNER and own.spec:
+        return own.spec
+    return ops.registry.current_spec(job).model_dump(mode="json")
+
+
+def _restore_again(ops: Operations, intent: RestartIntent) -> None:
     """The rollback: every saved job from the same savepoint (its restart intent is spent)."""
     for job, name in intent.savepoints.items():
         if job in intent.saved:
-            stages = list(get_savepoint(settings.layout, name, job=job).stages)
-            start_from_savepoint(current_spec(settings, job), settings, name, stages,
-                                 wait_healthy=None)  # fmt: skip
+            spec = spec_from_dict(_spec_of(ops, intent, job), f"the spec of {job} before the "
+                                  "cluster restart")  # fmt: skip
+            stages = list(ops.savepoints.get(name, job).stages)
+            ops.submitter.start_from_savepoint(spec, name, stages, wait_healthy=None)
             intent.restored.append(job)
-            _save(settings, intent, intent.phase, restored=job, savepoint=name)
+            STORE.save(ops, intent, intent.phase, restored=job, savepoint=name)
 
 
-def record_failure(settings: Settings, reason: str) -> None:
+def record_failure(world: World, reason: str) -> None:
     """Keep why a step failed in the intent (the rollback reports it)."""
-    intent = load_intent(settings)
+    intent = load_intent(world)
     if intent is not None and not intent.finished:
         intent.reason = reason
-        _save(settings, intent, intent.phase, failure=reason[:2000])
+        STORE.save(world, intent, intent.phase, failure=reason[:2000])
 
 
-def _releases(settings: Settings, intent: RestartIntent) -> dict[str, str]:
-    registry = JobRegistry(settings)
-    return {job: str(registry.view(job).status.get("classpath_release", "unknown"))
+def _releases(ops: Operations, intent: RestartIntent) -> dict[str, str]:
+    return {job: str(ops.registry.view(job).status.get("classpath_release", "unknown"))
             for job in intent.saved}  # fmt: skip
 
 
-def _wait_healthy(settings: Settings, intent: RestartIntent, timeout: float) -> dict[str, str]:
-    registry = JobRegistry(settings)
+def _wait_healthy(ops: Operations, intent: RestartIntent, timeout: float) -> dict[str, str]:
     for job in intent.saved:
-        registry.wait_healthy(job, timeout=timeout)
-    return _releases(settings, intent)
+        ops.registry.wait_healthy(job, timeout=timeout)
+    return _releases(ops, intent)
 
 
-def verify_healthy(settings: Settings, timeout: float = 300.0) -> dict[str, str]:
+def verify_healthy(ops: Operations, timeout: float = HEALTH_TIMEOUT) -> dict[str, str]:
     """Wait until every restored job is healthy (the last step of its restart from a
     savepoint); per job, the release it reports."""
-    intent = _current(settings)
+    intent = _current(ops)
     for job in intent.saved:
-        procedure.verify(settings, job, OWNER, timeout=timeout)
-    releases = _releases(settings, intent)
-    _save(settings, intent, "done", releases=releases)
+        procedure.verify(ops, job, OWNER, timeout=timeout)
+    releases = _releases(ops, intent)
+    STORE.save(ops, intent, "done", releases=releases)
     log.info("cluster restart to %s done; jobs healthy with releases %s", intent.release_to,
              releases or "(no jobs)")
     return releases
 
 
-def rollback(settings: Settings, reason: str, timeout: float = 300.0) -> None:
+def rollback(ops: Operations, reason: str, timeout: float = HEALTH_TIMEOUT) -> None:
     """Undo an unfinished restart: cancel what runs of the jobs, stop the cluster, switch
-    back to the old release, start, restore every job from the same savepoint."""
-    intent = _current(settings)
+    back to the old release, start, restore every job from the same savepoint with the spec
+    the intent holds."""
+    intent = _current(ops)
     intent.reason = reason
-    _save(settings, intent, "rolling-back", reason=reason[:2000])
-    agents = Agents(settings)
-    registry = JobRegistry(settings)
+    STORE.save(ops, intent, "rolling-back", reason=reason[:2000])
     for job in intent.saved:
-        if registry.view(job).is_live:
+        if ops.registry.view(job).is_live:
             try:
-                registry.cancel(job)
+                ops.registry.cancel(job)
             except StreamopsError as exc:
                 log.warning("could not cancel %s during rollback: %s", job, exc)
     if any(step["phase"] == "stopping" for step in intent.steps):
-        _stop_all(agents)
+        nodes = _nodes(ops)
+        nodes.stop_all()
         if intent.release_from:
-            switch_release_on_nodes(agents, intent.release_from)
-        _start_all(settings, agents, intent.workers)
+            nodes.switch_release(intent.release_from)
+        nodes.start_all(intent.workers)
     else:
         log.info("the cluster was not stopped; restoring the saved jobs on it as it is")
     intent.restored = []
-    _restore_again(settings, intent)
-    _wait_healthy(settings, intent, timeout)
-    _save(settings, intent, "rolled-back", reason=reason[:2000])
+    _restore_again(ops, intent)
+    _wait_healthy(ops, intent, timeout)
+    STORE.save(ops, intent, "rolled-back", reason=reason[:2000])
 
 
-STEPS: tuple[Callable[[Settings], object], ...] = (
-    savepoint_jobs, stop_cluster, switch_release, start_cluster, restore_jobs, verify_healthy)
+STEPS = (savepoint_jobs, stop_cluster, switch_release, start_cluster, restore_jobs,
+         verify_healthy)  # fmt: skip
 
 
-def restart(settings: Settings, release: str, timeout: float = 300.0) -> RestartIntent:
+def restart(world: World, release: str, timeout: float = HEALTH_TIMEOUT,
+            owner: str = "cli") -> RestartIntent:  # fmt: skip
     """The whole restart (CLI); on failure roll back and raise ``ClusterRestartFailed``."""
-    begin(settings, release)
-    try:
-        for step in STEPS:
-            step(settings)
-    except StreamopsError as exc:
+    ops = operations(world)
+    begin(ops, release, owner)
+
+    def roll_back(exc: StreamopsError) -> None:
         reason = f"{type(exc).__name__}: {exc}"
         log.error("cluster restart to %s failed: %s; rolling back", release, reason)
-        rollback(settings, reason, timeout)
+        rollback(ops, reason, timeout)
         raise ClusterRestartFailed(
             f"cluster restart to {release} failed ({reason}); rolled back to release "
-            f"{_current_or_last(settings).release_from or 'none'} and restored the jobs"
+            f"{_current_or_last(ops).release_from or 'none'} and restored the jobs"
         ) from exc
-    return _current_or_last(settings)
+
+    run_steps(STEPS, ops, on_failure=roll_back)
+    return _current_or_last(ops)
 
 
-def _current_or_last(settings: Settings) -> RestartIntent:
-    intent = load_intent(settings)
+def _current_or_last(ops: Operations) -> RestartIntent:
+    intent = load_intent(ops)
     if intent is None:
         raise ClusterRestartFailed("the cluster restart intent record disappeared")
     return intent

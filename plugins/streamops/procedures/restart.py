@@ -1,85 +1,116 @@
-"""Manual restart of a job, in one of two modes.
+"""Manual restart of a job, in one of two modes, over one intent (``jobs/<job>/restart.json``,
+:class:`~streamops.procedures.savepoint_restart.JobRestart`).
 
 - ``savepoint`` (graceful): the restart from a fresh savepoint of
   :mod:`streamops.procedures.savepoint_restart` (savepoint with cancel → start the same spec from
   it → healthy). Nothing is replayed twice and nothing is skipped: the job resumes at the savepoint.
-- ``last-checkpoint`` (for a job too sick to savepoint): cancel it if it still runs (or find
-  it dead) → resubmit the same spec; its stages resume from their own checkpoints, which the
-  sinks tolerate because every write is keyed (replay changes nothing).
+- ``last-checkpoint`` (for a job too sick to savepoint): :data:`CHECKPOINT_STEPS`, cancel it
+  if it still runs (or find it dead) → resubmit the same spec → healthy; its stages resume
+  from their own checkpoints, which the sinks tolerate because every write is keyed (replay
+  changes nothing).
 
-"The same spec" is the spec of the job's last submission. Each destructive step first
-records its intent in ``jobs/<job>/restart.json``, so a person, or a retried Airflow task,
-sees where the procedure stopped and resumes there.
+"The same spec" is the spec of the job's last submission, kept by value in the intent. Each
+destructive step first records its intent, so a person, or a retried Airflow task, sees
+where the procedure stopped and resumes there. :func:`restart_job` (the CLI's) runs either
+mode through the step runner; the ``restart_job`` DAG runs the same steps as tasks.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from streamops.exceptions import ConfigError, JobError
-from streamops.jobs import JobRegistry, current_spec
+from streamops.exceptions import ConfigError, JobError, StreamopsError
 from streamops.procedures import savepoint_restart
-from streamops.procedures.intents import already_started, record_intent
-from streamops.procedures.savepoint_restart import restart_savepoint_name
-from streamops.procedures.submit import clear_orphans, submit_job
-from streamops.settings import Settings
+from streamops.procedures.intents import already_started
+from streamops.procedures.operations import Operations, World
+from streamops.procedures.savepoint_restart import STORE, JobRestart, restart_savepoint_name
+from streamops.procedures.step_runner import run_steps
+from streamops.procedures.submit import clear_orphans
+from streamops.procedures.timeouts import HEALTH_TIMEOUT
+from streamops.procedures.world import operations
+from streamops.spec import spec_from_dict
 
 log = logging.getLogger("streamops.procedures.restart")
 
-__all__ = ["MODES", "RestartOutcome", "check_mode", "restart_job", "restart_savepoint_name",
-           "resubmit", "stop_for_restart"]  # fmt: skip
+__all__ = ["CHECKPOINT_STEPS", "MODES", "RestartOutcome", "check_mode", "restart_job",
+           "restart_savepoint_name", "resubmit", "stop_for_restart"]  # fmt: skip
 
 CLI_OWNER = "cli"
 RestartMode = Literal["savepoint", "last-checkpoint"]
 MODES: tuple[str, ...] = get_args(RestartMode)
 
 
-# --- steps ----------------------------------------------------------------------------
 def check_mode(mode: str) -> RestartMode:
     if mode not in MODES:
         raise ConfigError(f"restart mode {mode!r} is not one of {', '.join(MODES)}")
     return mode  # type: ignore[return-value]
 
 
-def stop_for_restart(settings: Settings, job: str) -> str | None:
-    """Cancel ``job`` if it is live (no savepoint: every driver of it, standbys and
-    relaunches too); else kill the orphan drivers it left (relaunches waiting for a primary
-    that died: they hold cores the new driver needs). The running driver killed, ``None``
-    if the job was dead."""
-    registry = JobRegistry(settings)
-    view = registry.view(job)
+# --- the steps from the last checkpoint --------------------------------------------------
+def _begin_checkpoint(ops: Operations, job: str, owner: str) -> JobRestart:
+    """``owner``'s unfinished restart from the last checkpoint, else a new one (the job's
+    last spec by value)."""
+    previous = STORE.load(ops, job)
+    if previous is not None and not previous.finished and previous.owner == owner and (
+        previous.mode == "last-checkpoint"
+    ):  # fmt: skip
+        log.info("resuming the restart of %s from its last checkpoint at phase %s", job,
+                 previous.phase)  # fmt: skip
+        return previous
+    spec = ops.registry.current_spec(job)
+    intent = JobRestart(job=job, owner=owner, mode="last-checkpoint",
+                        spec=spec.model_dump(mode="json"), version=spec.version)  # fmt: skip
+    STORE.done(ops, intent, "begin", "planned")
+    return intent
+
+
+def stop_for_restart(ops: Operations, job: str, owner: str = CLI_OWNER) -> str | None:
+    """Record the restart, then cancel ``job`` if it is live (no savepoint: every driver of
+    it, standbys and relaunches too); else kill the orphan drivers it left (relaunches
+    waiting for a primary that died: they hold cores the new driver needs). The running
+    driver killed, ``None`` if the job was dead."""
+    intent = _begin_checkpoint(ops, job, owner)
+    if "stop" in intent.done:
+        return intent.stopped_driver
+    view = ops.registry.view(job)
     if not view.is_live:
         log.info("job %s is not running (state %s): nothing to stop", job, view.state)
-        clear_orphans(registry, job)
+        clear_orphans(ops.registry, job)  # type: ignore[arg-type]
+        STORE.done(ops, intent, "stop", "stopped")
         return None
-    record_intent(settings, job, "restart", "cancel", mode="last-checkpoint",
-                  driver_id=view.driver_id)  # fmt: skip
-    killed = registry.cancel(job)
+    intent.stopped_driver = view.driver_id
+    STORE.save(ops, intent, "cancel", driver=view.driver_id)
+    killed = ops.registry.cancel(job)
     log.info("job %s: killed driver(s) %s", job, ", ".join(killed))
-    return view.driver_id if view.driver_id in killed else (killed[-1] if killed else None)
+    stopped = view.driver_id if view.driver_id in killed else (killed[-1] if killed else None)
+    STORE.done(ops, intent, "stop", "stopped")
+    return stopped
 
 
-def resubmit(
-    settings: Settings, job: str, *, wait_healthy: float | None = None, owner: str | None = None
-) -> str:
-    """Submit the job's last spec again; it resumes from its checkpoints.
+def resubmit(ops: Operations, job: str, owner: str = CLI_OWNER) -> str:
+    """Submit the recorded spec again (it resumes from its checkpoints); once: a retry by the
+    same owner resumes with the driver it already submitted."""
+    intent, todo = STORE.resume(ops, job, owner, "resubmit")
+    if not todo:
+        return str(intent.new_driver)
+    if intent.phase == "resubmit":  # a previous attempt crashed in it
+        intent.new_driver = already_started(ops, job, since=intent.at)
+    if intent.new_driver is None:
+        spec = (spec_from_dict(intent.spec, f"spec of the restart of {job}") if intent.spec
+                else ops.registry.current_spec(job))  # an intent of the older layout
+        STORE.save(ops, intent, "resubmit", version=spec.version)
+        intent.new_driver = ops.submitter.submit(spec)
+    STORE.done(ops, intent, "resubmit", "started", driver=intent.new_driver)
+    return intent.new_driver
 
-    ``owner`` names the run of the procedure (e.g. an Airflow DAG run): a retry by the same
-    owner resumes with the driver it already submitted.
-    """
-    spec = current_spec(settings, job)
-    done = already_started(settings, job, "restart", "resubmit", owner=owner)
-    if done:
-        return done
-    record_intent(settings, job, "restart", "resubmit", mode="last-checkpoint",
-                  version=spec.version, owner=owner)  # fmt: skip
-    return submit_job(spec, settings, wait_healthy=wait_healthy)
+
+CHECKPOINT_STEPS = (stop_for_restart, resubmit, savepoint_restart.verify)
+"""The restart from the last checkpoint, after which the job is healthy → done."""
 
 
-# --- the whole procedure (the CLI's `streamops restart`) -------------------------------
+# --- the whole procedure (the CLI's `streamops restart`, the reconcile loop) -------------
 @dataclass(frozen=True)
 class RestartOutcome:
     job: str
@@ -92,43 +123,31 @@ class RestartOutcome:
 
 
 def restart_job(
-    settings: Settings, job: str, mode: str, *, savepoint: str | None = None,
-    health_timeout: float = 300.0,
+    world: World, job: str, mode: str, *, savepoint: str | None = None,
+    health_timeout: float = HEALTH_TIMEOUT, owner: str = CLI_OWNER,
 ) -> RestartOutcome:  # fmt: skip
     """Restart ``job`` in ``mode`` and wait until it is healthy again."""
-    mode = check_mode(mode)
+    ops, mode = operations(world), check_mode(mode)
     if mode == "savepoint":
-        return _from_savepoint(settings, job, savepoint, health_timeout)
-    version = current_spec(settings, job).version
-    t0 = time.monotonic()
-    stop_for_restart(settings, job)
-    t1 = time.monotonic()
-    try:
-        driver = resubmit(settings, job, wait_healthy=health_timeout)
-    except JobError as exc:
-        raise JobError(f"restart of {job} ({mode}) failed: {exc}; its checkpoints are "
-                       "kept") from exc  # fmt: skip
-    record_intent(settings, job, "restart", "done", mode=mode, savepoint=None, driver_id=driver)
-    return RestartOutcome(job, mode, version, driver, None, round(t1 - t0, 2),
-                          round(time.monotonic() - t1, 2))  # fmt: skip
+        savepoint_restart.begin(ops, job, owner, savepoint=savepoint)
+        steps, stopped = savepoint_restart.STEPS, "job_stopped"
+    else:
+        steps, stopped = CHECKPOINT_STEPS, "stop"
 
+    def kept(exc: StreamopsError) -> None:
+        """The failure policy: once the job is stopped, say what is kept to start from."""
+        now = STORE.load(ops, job)
+        if now is None or stopped not in now.done:
+            return
+        what = f"savepoint {now.savepoint} is kept" if now.savepoint else "its checkpoints are kept"
+        raise JobError(f"restart of {job} ({mode}) failed: {exc}; {what}") from exc
 
-def _from_savepoint(
-    settings: Settings, job: str, savepoint: str | None, health_timeout: float
-) -> RestartOutcome:
-    intent = savepoint_restart.begin(settings, job, CLI_OWNER, savepoint=savepoint)
-    try:
-        intent = savepoint_restart.run_steps(settings, job, CLI_OWNER,
-                                             health_timeout=health_timeout)  # fmt: skip
-    except JobError as exc:
-        now = savepoint_restart.load_intent(settings, job) or intent
-        if "job_stopped" not in now.done:
-            raise
-        raise JobError(f"restart of {job} (savepoint) failed: {exc}; savepoint "
-                       f"{now.savepoint} is kept") from exc  # fmt: skip
+    waits = {**savepoint_restart.WAITS, "verify": health_timeout}
+    run_steps(steps, ops, job, owner, waits=waits, on_failure=kept)
+    intent = STORE.load(ops, job)
+    assert intent is not None  # saved by every step
     times = intent.times
     return RestartOutcome(
-        job, "savepoint", intent.version, str(intent.new_driver), intent.savepoint,
-        round(times["job_stopped"] - times["begin"], 2),
-        round(times["verify"] - times["job_stopped"], 2),
+        job, mode, intent.version, str(intent.new_driver), intent.savepoint,
+        round(times[stopped] - times["begin"], 2), round(times["verify"] - times[stopped], 2),
     )  # fmt: skip

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamops.jobs import JobRegistry
-from streamops.procedures.savepoint_taking import wait_driver_ended
+from streamops.procedures.timeouts import HEALTH_TIMEOUT, STOP_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.state.checkpoint_cut import last_batch
@@ -107,7 +107,7 @@ def clear_stale_checkpoint(
 
 def start_from_savepoint(
     spec: JobSpec, settings: Settings, savepoint: str, stages: Iterable[str], *,
-    wait_healthy: float | None = 300.0, replacing: str | None = None,
+    wait_healthy: float | None = HEALTH_TIMEOUT, replacing: str | None = None,
 ) -> str:  # fmt: skip
     """Restore ``spec``'s stages from ``savepoint`` by name and submit it; the driver id.
 
@@ -128,7 +128,7 @@ def start_from_savepoint(
 
 def restore_version(
     settings: Settings, spec: JobSpec, savepoint: str, *, stop: Iterable[str | None] = (),
-    wait_healthy: float = 300.0,
+    wait_healthy: float = HEALTH_TIMEOUT,
 ) -> str:  # fmt: skip
     """Stop whatever runs under ``spec``'s job (and the drivers in ``stop``: an upgrade's new
     version, its standby, the old driver still waiting to hand over) and start ``spec`` from
@@ -138,7 +138,7 @@ def restore_version(
         if registry.driver_live(driver):
             log.warning("job %s: stopping driver %s", job, driver)
             registry.kill_driver(job, driver)
-            wait_driver_ended(settings, job, driver)
+            registry.wait_driver_ended(job, driver, STOP_TIMEOUT)
     if registry.view(job).is_live:
         registry.cancel(job)
     stages = list(catalogue.get_savepoint(settings.layout, savepoint).stages)

@@ -24,26 +24,23 @@ published whole or not at all). Starting a version from a savepoint is
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound, SavepointNotFound
-from streamops.jobs import JobRegistry
-from streamops.settings import Settings
+from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound
+from streamops.procedures.intent_store import StepLog, from_dict
+from streamops.procedures.operations import Operations, Registry, World
+from streamops.procedures.step_runner import run_steps
+from streamops.procedures.timeouts import REQUEST_TIMEOUT, STOP_TIMEOUT
+from streamops.procedures.world import operations
 from streamops.state import control
 from streamops.state.layout import StateLayout
-from streamops.state.savepoints import catalogue
 
 log = logging.getLogger("streamops.procedures.savepoint_taking")
 
-REQUEST_TIMEOUT = 180.0  # the request expires unanswered after this
-STOP_TIMEOUT = 60.0  # the longest wait for a stopped driver's process to end
-
-
 @dataclass
-class SavepointCancel:
+class SavepointCancel(StepLog):
     """A savepoint (with ``cancel``: and the stop) of one job; saved by its owner after
     every step, so a retried step resumes from it."""
 
@@ -55,16 +52,13 @@ class SavepointCancel:
     app_id: str | None = None  # its application: a relaunch under the same id is another run
     request: str | None = None  # the request's id, recorded before it is sent
     answer: dict[str, Any] = field(default_factory=dict)  # the answer's detail
-    done: list[str] = field(default_factory=list)  # the steps done
-    times: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SavepointCancel:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return from_dict(cls, data)
 
     def pending(self, step: str, *, after: str) -> bool:
         """Whether ``step`` is still to do; raises if the step before it is not done."""
@@ -74,17 +68,12 @@ class SavepointCancel:
             raise JobError(f"job {self.job}: savepoint {self.savepoint}: {step} before {after}")
         return True
 
-    def mark(self, step: str) -> None:
-        if step not in self.done:
-            self.done.append(step)
-        self.times[step] = time.time()
-
 
 Save = Callable[[SavepointCancel, str], None]
 """How the owner keeps the intent: ``save(intent, phase)``, after every change."""
 
 
-def _alive(registry: JobRegistry, sp: SavepointCancel) -> bool:
+def _alive(registry: Registry, sp: SavepointCancel) -> bool:
     """Whether the driver asked still runs: the same application when it was recorded (a
     driver relaunched by its worker keeps its id), else that driver (an upgrade: a warm
     standby of the next version is live under the job's name too), else any driver."""
@@ -97,12 +86,12 @@ def _alive(registry: JobRegistry, sp: SavepointCancel) -> bool:
 
 
 def request(
-    settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = REQUEST_TIMEOUT
+    ops: Operations, sp: SavepointCancel, save: Save, *, timeout: float = REQUEST_TIMEOUT
 ) -> SavepointCancel:
     """Ask the job's driver for the savepoint. A recorded request that was never written is
     sent now under its id; one that is pending or answered ok is waited for (never a second
     cancel); one that failed is replaced by a new one."""
-    layout = settings.layout
+    layout = ops.layout
     if sp.request and request_stands(layout, sp.job, sp.request):
         if control.read_request(layout, sp.job, sp.request) is not None:
             if "request" not in sp.done:
@@ -112,27 +101,27 @@ def request(
         log.info("job %s: savepoint request %s was recorded but not sent; sending it", sp.job,
                  sp.request)  # fmt: skip
     else:
-        view = JobRegistry(settings).view(sp.job)
+        view = ops.registry.view(sp.job)
         if sp.driver is None and view.is_live:
             sp.driver, sp.app_id = view.driver_id, view.status.get("app_id")
         sp.request, sp.answer = control.new_request_id("savepoint"), {}
         sp.done = []
         save(sp, "savepoint-with-cancel" if sp.cancel else "savepoint")
-    request_savepoint(settings, sp.job, sp.savepoint, cancel=sp.cancel, handover=sp.handover,
-                      timeout=timeout, request_id=sp.request)  # fmt: skip
+    ops.savepoints.request(sp.job, sp.savepoint, cancel=sp.cancel, handover=sp.handover,
+                           timeout=timeout, request_id=sp.request)  # fmt: skip
     sp.mark("request")
     save(sp, "savepoint-requested")
     return sp
 
 
-def answered(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = 0.0) -> bool:
+def answered(ops: Operations, sp: SavepointCancel, save: Save, *, timeout: float = 0.0) -> bool:
     """Whether the driver answered: the savepoint is published (with ``cancel``: the queries
     are stopped, the lease given up). ``timeout`` 0: one look (a sensor's poke); else wait
     for the answer (every 50 ms) until the request expires. Raises on a failed answer, or a
     driver that went away without one (the request is then withdrawn)."""
     if not sp.pending("answered", after="request"):
         return True
-    layout, registry = settings.layout, JobRegistry(settings)
+    layout, registry = ops.layout, ops.registry
     sent = control.read_request(layout, sp.job, str(sp.request))
     if timeout and sent is not None:
         try:
@@ -142,7 +131,7 @@ def answered(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: fl
             if isinstance(exc, control.ControlTimeout):
                 raise
             raise control.DriverGone(
-                _no_savepoint(settings, sp.job, sp.savepoint, exc, sp.driver)
+                _no_savepoint(ops, sp.job, sp.savepoint, exc, sp.driver)
             ) from exc
     result = savepoint_answer(layout, sp.job, str(sp.request), live=_alive(registry, sp))
     if result is None:
@@ -155,7 +144,7 @@ def answered(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: fl
     return True
 
 
-def stopped(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = 0.0) -> bool:
+def stopped(ops: Operations, sp: SavepointCancel, save: Save, *, timeout: float = 0.0) -> bool:
     """With ``cancel``: whether the driver asked has ended (``timeout`` 0: one look; else wait
     at most ``timeout``, then raise); after a handover it ends once the next version runs.
     Without ``cancel`` nothing stops: done at once."""
@@ -163,8 +152,8 @@ def stopped(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: flo
         return True
     if sp.cancel:
         if timeout:
-            wait_driver_ended(settings, sp.job, sp.driver, timeout)
-        elif _alive(JobRegistry(settings), sp):
+            ops.registry.wait_driver_ended(sp.job, sp.driver, timeout)
+        elif _alive(ops.registry, sp):
             log.info("savepoint of %s is verified; waiting for the job to stop", sp.job)
             return False
         log.info("job %s stopped after savepoint %s", sp.job, sp.savepoint)
@@ -176,20 +165,9 @@ def stopped(settings: Settings, sp: SavepointCancel, save: Save, *, timeout: flo
 STEPS = (request, answered, stopped)
 
 
-def run(
-    settings: Settings, sp: SavepointCancel, save: Save, *, timeout: float = REQUEST_TIMEOUT,
-    stop_timeout: float = STOP_TIMEOUT,
-) -> SavepointCancel:  # fmt: skip
-    """Every step, waiting for each (a re-run resumes from ``sp``)."""
-    request(settings, sp, save, timeout=timeout)
-    answered(settings, sp, save, timeout=timeout + 60.0)
-    stopped(settings, sp, save, timeout=stop_timeout)
-    return sp
-
-
 def savepoint_job(
-    settings: Settings, job: str, name: str, *, cancel: bool = False, timeout: float = 180.0,
-    wait_stopped: bool = True, handover: bool = False,
+    world: World, job: str, name: str, *, cancel: bool = False,
+    timeout: float = REQUEST_TIMEOUT, wait_stopped: bool = True, handover: bool = False,
 ) -> control.ControlResult:  # fmt: skip
     """Take savepoint ``name`` of the running ``job``; with ``cancel``, stop it afterwards.
 
@@ -198,41 +176,19 @@ def savepoint_job(
     ``cancel``, an upgrade): the driver is told a new version takes over, and it shuts down
     only once that version runs. The intent is kept in memory (a re-run takes another).
     """
-    view = JobRegistry(settings).view(job)
+    ops = operations(world)
+    view = ops.registry.view(job)
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
     sp = SavepointCancel(job, name, cancel=cancel, handover=handover, driver=view.driver_id,
                          app_id=view.status.get("app_id"))  # fmt: skip
     keep: Save = lambda *_: None  # noqa: E731
-    request(settings, sp, keep, timeout=timeout)
-    answered(settings, sp, keep, timeout=timeout)
-    if wait_stopped:
-        stopped(settings, sp, keep, timeout=STOP_TIMEOUT)
-    result = control.read_result(settings.layout, job, str(sp.request))
+    steps = STEPS if wait_stopped else STEPS[:2]
+    run_steps(steps, ops, sp, keep, waits={"request": timeout, "answered": timeout,
+                                           "stopped": STOP_TIMEOUT})  # fmt: skip
+    result = control.read_result(ops.layout, job, str(sp.request))
     assert result is not None  # answered
     return result
-
-
-def request_savepoint(
-    settings: Settings, job: str, name: str, *, cancel: bool, handover: bool = False,
-    timeout: float = REQUEST_TIMEOUT, request_id: str | None = None,
-) -> str:  # fmt: skip
-    """Ask the running ``job``'s driver for savepoint ``name`` (answered at its next batch
-    boundary; wait with :func:`savepoint_answer`); the request id. Refused when the job is not
-    running or the savepoint exists already."""
-    view = JobRegistry(settings).view(job)
-    if not view.is_live:
-        raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
-    try:
-        catalogue.get_savepoint(settings.layout, name)
-    except SavepointNotFound:
-        pass
-    else:
-        raise JobError(f"savepoint {name} exists already; pick another name")
-    request = control.send_request(settings.layout, job, "savepoint", name=name, cancel=cancel,
-                                   timeout=timeout, handover=handover,
-                                   request_id=request_id)  # fmt: skip
-    return request.id
 
 
 def request_stands(layout: StateLayout, job: str, request_id: str) -> bool:
@@ -271,10 +227,11 @@ def savepoint_answer(
 
 
 def _no_savepoint(
-    settings: Settings, job: str, name: str, cause: Exception, driver: str | None = None
+    world: World, job: str, name: str, cause: Exception, driver: str | None = None
 ) -> str:
     """What happened to a savepoint whose driver went away, what was kept, and what now."""
-    published = settings.layout.savepoint(name).is_dir()  # published whole or not at all
+    ops = operations(world)
+    published = ops.layout.savepoint(name).is_dir()  # published whole or not at all
     kept = f"savepoint {name} was published before" if published else "nothing was kept"
     if isinstance(cause, ClusterNotRunning):
         return (
@@ -282,7 +239,7 @@ def _no_savepoint(
             f"{kept}; whether the driver runs on is unknown (streamops health tells)"
         )
     try:
-        now = JobRegistry(settings).view(job)
+        now = ops.registry.view(job)
     except ClusterNotRunning:
         now = None
     if now is not None and driver and now.status.get("took_over_from") == driver:
@@ -292,17 +249,3 @@ def _no_savepoint(
     else:
         after = f"the job is not running (state {now.state if now else 'unknown'})"
     return f"job {job}: the driver died during savepoint {name}; {kept}; {after}"
-
-
-def wait_driver_ended(
-    settings: Settings, job: str, driver_id: str | None, timeout: float = 60.0
-) -> None:
-    """Wait until ``driver_id`` (else any driver of ``job``) is no longer live on the master;
-    a warm standby of the job may be live beside it."""
-    registry = JobRegistry(settings)
-    deadline = time.monotonic() + timeout
-    while registry.driver_live(driver_id) if driver_id else registry.view(job).is_live:
-        if time.monotonic() > deadline:
-            raise JobError(f"job {job}: driver {driver_id} still running {timeout:.0f}s after "
-                           "it was told to stop")  # fmt: skip
-        time.sleep(0.2)

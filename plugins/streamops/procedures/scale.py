@@ -7,10 +7,12 @@ decommission (SIGPWR: executors drain, blocks move), preferring workers that run
 A job that cannot use new cores (granted fewer than it asks for while cores are free) is
 rebalanced: restarted from a fresh savepoint (:mod:`streamops.procedures.savepoint_restart`).
 
-The CLI (``streamops scale``) and the ``rolling_scale`` DAG both call these functions, inside
-an intent record (``<state>/cluster/intents/scale.json``, :class:`ScaleIntent`): ``begin``
-records the target and its owner (``cli`` or the DAG run) before any worker changes,
-:func:`workers_changed` the count reached (also where the health check reads the workers it
+The scale is put together once, as the steps of :data:`STEPS` (``change_workers`` →
+``confirm_in_master`` → ``verify_batches`` → ``rebalance_jobs``): the CLI (``streamops
+scale``) runs them through :func:`scale`, each task of the ``rolling_scale`` DAG runs one,
+inside an intent record (``<state>/cluster/intents/scale.json``, :class:`ScaleIntent`):
+``begin`` records the target and its owner (``cli`` or the DAG run) before any worker
+changes, :func:`workers_changed` the count reached (also where the health check reads the workers it
 expects: :mod:`streamops.state.cluster_size`), :func:`finish` the end. An unfinished one shows
 in ``streamops health`` with the command that resumes it (a scale to the same count).
 """
@@ -19,121 +21,46 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from streamops.agent.registry import Agents
-from streamops.cluster.client import MasterClient, WorkerInfo, executor_room
-from streamops.cluster.daemons import worker_index
+from streamops.cluster.client import MasterClient, executor_room
 from streamops.cluster.node import wait_for
-from streamops.exceptions import ClusterError, ConfigError, JobError, StreamopsError
+from streamops.exceptions import ClusterError, JobError, StreamopsError
 from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import savepoint_restart
+from streamops.procedures.cluster_nodes import (
+    ScaleResult,
+    add_worker,
+    alive_in_master,
+    remove_worker,
+    running_workers,
+    scale_to,
+    wait_alive_count,
+)
+from streamops.procedures.intent_store import IntentStore, StepRecord
+from streamops.procedures.operations import Operations, World
+from streamops.procedures.step_runner import run_steps
+from streamops.procedures.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
+from streamops.procedures.world import operations
 from streamops.settings import Settings
 from streamops.state.cluster_size import record_desired_workers
-from streamops.state.layout import read_json, write_json_atomic
 
 log = logging.getLogger("streamops.procedures.scale")
 REBALANCE = "rebalance"  # the owner (and purpose) of a rebalance's restart intent
 OPERATION = "scale"  # its intent: <state>/cluster/intents/scale.json
 CLI_OWNER = "cli"
 
+__all__ = ["STEPS", "ScaleIntent", "ScaleResult", "add_worker", "alive_in_master",
+           "batch_marks", "begin", "change_workers", "confirm_in_master", "finish",
+           "load_intent", "rebalance", "rebalance_jobs", "record_failure", "remove_worker",
+           "running_workers", "scale", "scale_to", "target_workers", "verify_batches",
+           "wait_alive_count", "workers_changed"]  # fmt: skip
+
 BatchMarks = dict[str, dict[str, tuple[int | None, float]]]
 """Per running job, per stage: (last batch id, time of the mark)."""
-
-
-@dataclass(frozen=True)
-class ScaleResult:
-    started: tuple[str, ...]
-    removed: tuple[str, ...]
-    running: tuple[str, ...]
-
-    def summary(self) -> str:
-        return (f"started {', '.join(self.started) or 'none'}; removed "
-                f"{', '.join(self.removed) or 'none'}; running workers now: "
-                f"{', '.join(self.running) or 'none'} ({len(self.running)})")
-
-
-def running_workers(agents: Agents) -> list[str]:
-    """Worker nodes whose agent reports a running daemon, in worker order."""
-    return [n for n in agents.workers() if agents.client(n).node(n).running]
-
-
-def alive_in_master(settings: Settings) -> list[WorkerInfo]:
-    return [w for w in MasterClient(settings).workers() if w.state == "ALIVE"]
-
-
-def wait_alive_count(settings: Settings, count: int, timeout: float = 180.0) -> None:
-    """Wait until the master lists exactly ``count`` ALIVE workers."""
-    log.info("waiting for the master to list %s ALIVE worker(s)", count)
-    wait_for(lambda: True if len(alive_in_master(settings)) == count else None, timeout,
-             lambda: f"the master lists {len(alive_in_master(settings))} ALIVE workers, not "
-                     f"{count}, after {timeout:.0f}s")
-    log.info("the master lists %s ALIVE worker(s)", count)
-
-
-def add_worker(settings: Settings, name: str) -> ScaleResult:
-    """Start worker ``name`` through its agent and wait until the master lists it ALIVE."""
-    agents = Agents(settings)
-    before = running_workers(agents)
-    if name in before:
-        log.info("%s is already running; nothing to add", name)
-        return ScaleResult((), (), tuple(before))
-    log.info("adding worker %s through its agent", name)
-    agents.client(name).start(name)
-    wait_alive_count(settings, len(before) + 1)
-    return ScaleResult((name,), (), tuple(running_workers(agents)))
-
-
-def remove_worker(settings: Settings, name: str) -> ScaleResult:
-    """Decommission worker ``name`` gracefully through its agent; wait until it is gone."""
-    agents = Agents(settings)
-    before = running_workers(agents)
-    if name not in before:
-        raise ClusterError(f"worker {name} is not running (running: "
-                           f"{', '.join(before) or 'none'}); nothing to remove")
-    if len(before) == 1:
-        raise ClusterError(f"{name} is the last running worker; the jobs need one, keep it")
-    log.info("removing worker %s by graceful decommission through its agent", name)
-    agents.client(name).decommission(name)
-    wait_alive_count(settings, len(before) - 1)
-    return ScaleResult((), (name,), tuple(running_workers(agents)))
-
-
-def _removal_order(settings: Settings, agents: Agents, running: list[str]) -> list[str]:
-    """Workers to remove first: those running no driver, then the highest index."""
-    drivers_on = {d.worker for d in MasterClient(settings).active_drivers()}
-
-    def runs_driver(name: str) -> bool:
-        return agents.client(name).node(name).worker_id in drivers_on
-
-    return sorted(running, key=lambda n: (runs_driver(n), -(worker_index(n) or 0)))
-
-
-def scale_to(settings: Settings, workers: int) -> ScaleResult:
-    """Start idle worker agents' workers, or decommission workers, until ``workers`` run."""
-    if workers < 1:
-        raise ConfigError(f"invalid worker count {workers}: give 1 or more")
-    agents = Agents(settings)
-    running = running_workers(agents)
-    log.info("scaling from %s to %s worker(s) (running: %s)", len(running), workers,
-             ", ".join(running) or "none")
-    started: list[str] = []
-    removed: list[str] = []
-    if workers > len(running):
-        idle = [n for n in agents.workers() if n not in running]
-        if len(idle) < workers - len(running):
-            raise ClusterError(
-                f"cannot scale to {workers} workers: only {len(running) + len(idle)} worker "
-                f"nodes have an agent ({', '.join(agents.workers())}); start more agents "
-                "(profile max_workers) first")
-        for name in idle[: workers - len(running)]:
-            started += add_worker(settings, name).started
-    else:
-        for name in _removal_order(settings, agents, running)[: len(running) - workers]:
-            removed += remove_worker(settings, name).removed
-    result = ScaleResult(tuple(started), tuple(removed), tuple(running_workers(agents)))
-    log.info("scale done: %s", result.summary())
-    return result
 
 
 # --- the jobs keep running ------------------------------------------------------------
@@ -156,7 +83,8 @@ def _advanced(info: dict[str, object], mark: tuple[int | None, float]) -> bool:
 
 
 def verify_batches_continue(settings: Settings, marks: BatchMarks,
-                            timeout: float = 300.0) -> dict[str, dict[str, int | None]]:
+                            timeout: float = VERIFY_BATCHES_TIMEOUT
+                            ) -> dict[str, dict[str, int | None]]:  # fmt: skip
     """Wait until every stage of every job in ``marks`` committed a batch after its mark."""
     registry = JobRegistry(settings)
     pending = dict(marks)
@@ -207,54 +135,48 @@ def rebalance_candidates(settings: Settings) -> list[str]:
 def _rebalancing(settings: Settings, job: str) -> bool:
     intent = savepoint_restart.load_intent(settings, job)
     return intent is not None and intent.owner == REBALANCE and not intent.finished and (
-        len(intent.done) > 1
+        intent.mode == "savepoint" and len(intent.done) > 1
     )  # fmt: skip
 
 
-def rebalance(settings: Settings, job: str, health_timeout: float = 300.0) -> str:
+def rebalance(world: World, job: str, health_timeout: float = HEALTH_TIMEOUT) -> str:
     """Restart ``job`` from a fresh savepoint so its executors spread over the workers (an
     unfinished rebalance of ``job`` is resumed); the new driver's id."""
     log.info("rebalancing %s: savepoint with cancel, then start from it", job)
-    intent = savepoint_restart.restart(settings, job, REBALANCE, purpose=REBALANCE,
-                                       health_timeout=health_timeout)  # fmt: skip
-    return str(intent.new_driver)
+    ops = operations(world)
+    savepoint_restart.begin(ops, job, REBALANCE, purpose=REBALANCE)
+    run_steps(savepoint_restart.STEPS, ops, job, REBALANCE,
+              waits={**savepoint_restart.WAITS, "verify": health_timeout})  # fmt: skip
+    intent = savepoint_restart.load_intent(ops, job)
+    return str(intent.new_driver if intent else None)
 
 
 # --- the intent ------------------------------------------------------------------------
 @dataclass
-class ScaleIntent:
+class ScaleIntent(StepRecord):
     """What a scale is doing; saved before the workers change and after every step."""
 
     owner: str  # ``cli`` or ``airflow:<dag>/<run>``
     workers: int  # the target count of ALIVE workers
     before: int | None = None  # running workers when it began
-    phase: str = "begun"
-    done: list[str] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
-    at: float = field(default_factory=time.time)  # when ``phase`` was recorded
     reason: str | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.phase == "done"
 
 
 SCALE_STEPS = ("change_workers", "confirm_in_master", "verify_batches_continue", "rebalance")
-"""The steps of a scale after ``begin``, in order (the DAG's tasks; the CLI runs them all)."""
+"""The steps of a scale after ``begin``, in order, as its intent records them."""
 
 
-def load_intent(settings: Settings) -> ScaleIntent | None:
-    data = read_json(settings.layout.intent_file(OPERATION))
-    if not isinstance(data, dict) or "workers" not in data or "owner" not in data:
-        return None
-    names = {f.name for f in fields(ScaleIntent)}
-    return ScaleIntent(**{k: v for k, v in data.items() if k in names})
+def _migrate(data: dict[str, object], key: str | None) -> dict[str, object] | None:
+    return data if "workers" in data and "owner" in data else None
 
 
-def _save(settings: Settings, intent: ScaleIntent, phase: str) -> None:
-    intent.phase, intent.at = phase, time.time()
-    write_json_atomic(settings.layout.intent_file(OPERATION), asdict(intent))
-    log.info("scale to %s worker(s) (%s): %s", intent.workers, intent.owner, phase)
+STORE = IntentStore(ScaleIntent, OPERATION, error=ClusterError, cluster=True, migrate=_migrate,
+                    describe=lambda i: f"scale to {i.workers} worker(s) ({i.owner})")  # fmt: skip
+
+
+def load_intent(world: World) -> ScaleIntent | None:
+    return STORE.load(world)
 
 
 def target_workers(settings: Settings, *, workers: int | None = None, add: str | None = None,
@@ -281,50 +203,35 @@ def begin(settings: Settings, owner: str, workers: int, before: int | None = Non
         log.warning("an unfinished scale to %s worker(s) of %s (phase %s) is replaced",
                     previous.workers, previous.owner, previous.phase)  # fmt: skip
     intent = ScaleIntent(owner=owner, workers=workers, before=before)
-    _save(settings, intent, "begun")
+    STORE.save(settings, intent, "begun")
     return intent
-
-
-def _current(settings: Settings, owner: str) -> ScaleIntent:
-    intent = load_intent(settings)
-    if intent is None or intent.finished or intent.owner != owner:
-        raise ClusterError(f"no scale of {owner} in progress; begin one first")
-    return intent
-
-
-def _over(settings: Settings, owner: str) -> ScaleIntent | None:
-    """``owner``'s scale if it is finished (a retried task after it changes nothing)."""
-    intent = load_intent(settings)
-    return intent if intent is not None and intent.finished and intent.owner == owner else None
 
 
 def step_done(settings: Settings, owner: str, step: str) -> ScaleIntent:
     """Record that ``step`` (one of :data:`SCALE_STEPS`) of ``owner``'s scale is done."""
-    over = _over(settings, owner)
+    over = STORE.finished_of(settings, None, owner)
     if over is not None:
         return over
-    intent = _current(settings, owner)
-    if step not in intent.done:
-        intent.done.append(step)
-    _save(settings, intent, step.replace("_", "-"))
+    intent = STORE.owned(settings, None, owner)
+    STORE.done(settings, intent, step, step.replace("_", "-"))
     return intent
 
 
 def workers_changed(settings: Settings, owner: str) -> ScaleIntent:
     """The workers reached the target: record it as the count the cluster should run (the
     health check expects it from now on), then the step."""
-    intent = _current(settings, owner)
+    intent = STORE.owned(settings, None, owner)
     record_desired_workers(settings.layout, intent.workers, by=f"scale ({owner})")
     return step_done(settings, owner, "change_workers")
 
 
 def finish(settings: Settings, owner: str) -> ScaleIntent:
     """The scale is over (a retry after it finished changes nothing)."""
-    over = _over(settings, owner)
+    over = STORE.finished_of(settings, None, owner)
     if over is not None:
         return over
-    intent = _current(settings, owner)
-    _save(settings, intent, "done")
+    intent = STORE.owned(settings, None, owner)
+    STORE.save(settings, intent, "done")
     return intent
 
 
@@ -333,4 +240,84 @@ def record_failure(settings: Settings, owner: str, reason: str) -> None:
     intent = load_intent(settings)
     if intent is not None and not intent.finished and intent.owner == owner:
         intent.reason = reason[:2000]
-        _save(settings, intent, intent.phase)
+        STORE.save(settings, intent, intent.phase)
+
+
+@contextmanager
+def _recorded(settings: Settings, owner: str, step: str) -> Iterator[None]:
+    """Run a step; its failure is kept in the scale's intent (health shows it)."""
+    try:
+        yield
+    except StreamopsError as exc:
+        record_failure(settings, owner, f"{type(exc).__name__}: {exc} (step {step} failed)")
+        raise
+
+
+# --- the steps (the CLI runs them all, each DAG task one) --------------------------------
+def change_workers(ops: Operations, owner: str, *, workers: int | None = None,
+                   add: str | None = None, remove: str | None = None) -> ScaleResult:  # fmt: skip
+    """Record the scale's target (``begin``), then start or decommission workers until it
+    runs (exactly one of ``workers``, ``add``, ``remove``)."""
+    settings = ops.settings
+    target = target_workers(settings, workers=workers, add=add, remove=remove)
+    begin(settings, owner, target)
+    with _recorded(settings, owner, "change_workers"):
+        if workers is not None:
+            return scale_to(settings, workers)
+        if add is not None:
+            return add_worker(settings, add)
+        assert remove is not None, "give one of workers, add, remove"
+        return remove_worker(settings, remove)
+
+
+def confirm_in_master(ops: Operations, owner: str, expected: int) -> None:
+    """The master lists ``expected`` ALIVE workers: from now on health expects them."""
+    settings = ops.settings
+    with _recorded(settings, owner, "confirm_in_master"):
+        wait_alive_count(settings, expected)
+    workers_changed(settings, owner)
+    step_done(settings, owner, "confirm_in_master")
+
+
+def verify_batches(ops: Operations, owner: str, marks: BatchMarks,
+                   timeout: float = VERIFY_BATCHES_TIMEOUT) -> dict[str, dict[str, int | None]]:
+    """Every job marked committed a batch after the change."""
+    settings = ops.settings
+    with _recorded(settings, owner, "verify_batches_continue"):
+        batches = verify_batches_continue(settings, marks, timeout)
+    step_done(settings, owner, "verify_batches_continue")
+    return batches
+
+
+def rebalance_jobs(ops: Operations, owner: str) -> list[str]:
+    """Restart from a savepoint every job that cannot use the free cores → done."""
+    settings = ops.settings
+    with _recorded(settings, owner, "rebalance"):
+        jobs = rebalance_candidates(settings)
+        for job in jobs:
+            log.info("job %s cannot use the free cores; rebalancing it", job)
+            rebalance(ops, job)
+    step_done(settings, owner, "rebalance")
+    finish(settings, owner)
+    return jobs
+
+
+STEPS = (change_workers, confirm_in_master, verify_batches, rebalance_jobs)
+
+
+def scale(world: World, *, workers: int | None = None, add: str | None = None,
+          remove: str | None = None, verify: bool = True, owner: str = CLI_OWNER,
+          timeout: float = VERIFY_BATCHES_TIMEOUT) -> ScaleResult:  # fmt: skip
+    """The whole rolling scale: change the workers, confirm them in the master, and (with
+    ``verify``) check that the jobs keep committing batches and rebalance those that cannot
+    use the new cores. A re-run with the same target resumes an unfinished one."""
+    ops = operations(world)
+    marks = batch_marks(ops.settings)
+    result = change_workers(ops, owner, workers=workers, add=add, remove=remove)
+    confirm_in_master(ops, owner, len(result.running))
+    if verify:
+        verify_batches(ops, owner, marks, timeout)
+        rebalance_jobs(ops, owner)
+    else:
+        finish(ops.settings, owner)
+    return result

@@ -24,6 +24,7 @@ from streamops.job_view import ENDED_DRIVER_STATES
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.procedures.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
 from streamops.procedures.submit import submit_job
+from streamops.procedures.timeouts import STANDBY_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state.layout import read_json, write_json_atomic
@@ -57,7 +58,8 @@ class Standby:
 
 
 def start_standby(
-    spec: JobSpec, settings: Settings, *, timeout: float = 300.0, new_stages: Iterable[str] = ()
+    spec: JobSpec, settings: Settings, *, timeout: float = STANDBY_TIMEOUT,
+    new_stages: Iterable[str] = (),
 ) -> Standby:
     """Submit ``spec`` as a warm standby next to the live job; return once it is ready.
 

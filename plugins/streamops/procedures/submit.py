@@ -1,23 +1,35 @@
-"""Submitting a job: one supervised cluster-mode driver per job name.
+"""Submitting a job: one supervised cluster-mode driver per job name, and its hot standby.
 
 What a submission is, and asking the master for it, is the cluster's submission client
-(:mod:`streamops.cluster.submission`); this procedure adds what the job registry knows:
-no second live instance, no orphan holding cores, and the wait until the job is healthy.
+(:mod:`streamops.cluster.submission`); this adds what the job registry knows: no second
+live instance, no orphan holding cores, the hot standby of a ``standby: hot`` spec, and the
+wait until the job is healthy. The deploy procedure (an intent, a retry that resumes) is
+:mod:`streamops.procedures.deploy`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from streamops.cluster.client import MasterClient
 from streamops.cluster.spark_home import check_spark_install
-from streamops.cluster.submission import build_submission, record_submission, submit_hot_standby
+from streamops.cluster.submission import (
+    Submission,
+    build_submission,
+    record_submission,
+    submit_hot_standby,
+)
 from streamops.exceptions import JobAlreadyRunning
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 
 log = logging.getLogger("streamops.procedures.submit")
+
+Transport = Callable[[Submission], str]
+"""How a submission reaches the master (the driver id): REST by default, ``spark-submit``
+from the deploy DAG's operator."""
 
 
 def submit_job(
@@ -29,8 +41,10 @@ def submit_job(
     extra_args: tuple[str, ...] = (),
     standby: bool = False,
     replacing: str | None = None,
+    transport: Transport | None = None,
 ) -> str:
     """Submit ``spec`` as a supervised driver; refuse if a live instance of its name exists.
+    A ``standby: hot`` spec's hot standby is submitted beside it.
 
     ``standby`` submits a warm standby beside the live instance (``streamops.procedures.standby``).
     ``replacing``: the live driver this one succeeds, which has stopped its stages and given
@@ -39,7 +53,6 @@ def submit_job(
     Returns the driver (submission) id. With ``wait_healthy`` (seconds) it returns only when
     every stage has committed a batch, and raises if the job fails or the time runs out.
     """
-    install = check_spark_install()
     client = client or MasterClient(settings)
     registry = JobRegistry(settings, client)
     if not standby:
@@ -47,7 +60,11 @@ def submit_job(
         clear_orphans(registry, spec.name, keep={replacing} if replacing else set())
     submission = build_submission(spec, settings, extra_args=extra_args)
     log.info("submitting job %s v%s to %s", spec.name, spec.version, settings.master_url)
-    driver_id = client.create_submission(submission.rest_body(install.version))
+    if transport is None:
+        install = check_spark_install()
+        driver_id = client.create_submission(submission.rest_body(install.version))
+    else:
+        driver_id = transport(submission)
     record_submission(settings, spec, driver_id, standby=standby)
     if spec.standby == "hot" and not standby and "--hot-standby" not in extra_args:
         submit_hot_standby(spec, settings, client)
@@ -76,5 +93,3 @@ def clear_orphans(registry: JobRegistry, job: str, *, keep: set[str] | None = No
         log.warning("job %s: killed %d orphan driver(s) before submitting: %s", job,
                     len(cleared), ", ".join(cleared))  # fmt: skip
     return cleared
-
-

@@ -6,25 +6,22 @@ with cancel → start the new version from it → wait until healthy. If the new
 not become healthy, the old version is restarted from the same savepoint and the procedure
 fails with the reason.
 
-:func:`upgrade` (the CLI's) runs the steps of :mod:`streamops.procedures.upgrade_steps` in a loop,
-the ones the ``savepoint_and_upgrade`` DAG runs one task each; their intent record
-``jobs/<job>/upgrade.json`` shows where an upgrade stopped, and lets a re-run resume it.
+:func:`upgrade` (the CLI's) runs the steps of :mod:`streamops.procedures.upgrade_steps` through
+the step runner, the ones the ``savepoint_and_upgrade`` DAG runs one task each; their intent
+record ``jobs/<job>/upgrade.json`` shows where an upgrade stopped, and lets a re-run resume it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamops.exceptions import StreamopsError
+from streamops.exceptions import StreamopsError, UpgradeFailed, UpgradeRefused
 from streamops.procedures import upgrade_steps as steps
-from streamops.procedures.upgrade_plan import (
-    UpgradeFailed,
-    UpgradeRefused,
-    default_savepoint_name,
-    plan_upgrade,
-    running_stages,
-)
-from streamops.settings import Settings
+from streamops.procedures.operations import World
+from streamops.procedures.step_runner import run_steps
+from streamops.procedures.timeouts import HEALTH_TIMEOUT, SAVEPOINT_TIMEOUT
+from streamops.procedures.upgrade_plan import default_savepoint_name, plan_upgrade, running_stages
+from streamops.procedures.world import operations
 from streamops.spec import JobSpec
 
 __all__ = ["UpgradeFailed", "UpgradeOutcome", "UpgradeRefused", "default_savepoint_name",
@@ -46,9 +43,9 @@ class UpgradeOutcome:
 
 
 def upgrade(
-    settings: Settings, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
-    savepoint: str | None = None, health_timeout: float = 300.0,
-    rollback_timeout: float = 300.0, warm: bool = False, standby: str | None = None,
+    world: World, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
+    savepoint: str | None = None, health_timeout: float = HEALTH_TIMEOUT,
+    rollback_timeout: float = HEALTH_TIMEOUT, warm: bool = False, standby: str | None = None,
     owner: str = CLI_OWNER,
 ) -> UpgradeOutcome:  # fmt: skip
     """Plan → (warm standby) → savepoint with cancel → start ``new_spec`` from it → healthy,
@@ -60,22 +57,23 @@ def upgrade(
     up ends the upgrade with the old version untouched. A re-run with the same spec resumes
     an unfinished upgrade of the same ``owner``.
     """
+    ops = operations(world)
     mode = standby or ("warm" if warm else "cold")
-    intent = steps.plan(settings, job, owner, new_spec, savepoint=savepoint,
+    intent = steps.plan(ops, job, owner, new_spec, savepoint=savepoint,
                         allow_state_drop=allow_state_drop, standby=mode)  # fmt: skip
-    waits = {"start_standby": health_timeout, "savepoint_answered": steps.SAVEPOINT_TIMEOUT,
+
+    def undo(exc: StreamopsError) -> None:
+        """The failure policy: roll back what the upgrade stopped, else abort its standby
+        (the old version runs on) and let the error through."""
+        back = steps.rollback(ops, job, owner, str(exc), timeout=rollback_timeout)
+        if back.rolled_back:
+            raise UpgradeFailed(back.message) from exc
+        steps.abort_standby(ops, job, owner)
+
+    waits = {"start_standby": health_timeout, "savepoint_answered": SAVEPOINT_TIMEOUT,
              "verify": health_timeout}  # fmt: skip
-    try:
-        for step in steps.STEPS:
-            name = step.__name__
-            step(settings, job, owner, **({"timeout": waits[name]} if name in waits else {}))
-    except StreamopsError as exc:
-        undo = steps.rollback(settings, job, owner, str(exc), timeout=rollback_timeout)
-        if undo.rolled_back:
-            raise UpgradeFailed(undo.message) from exc
-        steps.abort_standby(settings, job, owner)  # the old version runs on
-        raise
-    intent = steps.load_intent(settings, job) or intent
+    run_steps(steps.STEPS, ops, job, owner, waits=waits, on_failure=undo)
+    intent = steps.load_intent(ops, job) or intent
     times = intent.times
     return UpgradeOutcome(
         job, intent.from_version, intent.to_version, intent.savepoint, str(intent.new_driver),

@@ -9,27 +9,22 @@ import re
 import time
 from typing import Any
 
-from streamops.describe_stages import describe_spec_stages
-from streamops.exceptions import JobError, JobNotFound
-from streamops.jobs import JobRegistry, current_spec
+from streamops.exceptions import JobNotFound, UpgradeFailed, UpgradeRefused
 from streamops.planner import UpgradePlan
-from streamops.settings import Settings
+from streamops.procedures.operations import World
+from streamops.procedures.world import operations
 from streamops.spec import JobSpec
 
 log = logging.getLogger("streamops.procedures.upgrade")
 
 
-class UpgradeRefused(JobError):
-    """The upgrade plan is not allowed; nothing was stopped."""
+__all__ = ["UpgradeFailed", "UpgradeRefused", "default_savepoint_name", "plan_upgrade",
+           "running_stages"]  # fmt: skip
 
 
-class UpgradeFailed(JobError):
-    """The new version did not become healthy; the old one was restored from the savepoint."""
-
-
-def running_stages(settings: Settings, job: str) -> dict[str, dict[str, Any]]:
+def running_stages(world: World, job: str) -> dict[str, dict[str, Any]]:
     """Stage descriptors the running driver published in its status."""
-    view = JobRegistry(settings).view(job)
+    view = operations(world).registry.view(job)
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to upgrade")
     return {
@@ -39,15 +34,16 @@ def running_stages(settings: Settings, job: str) -> dict[str, dict[str, Any]]:
 
 
 def plan_upgrade(
-    settings: Settings, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
+    world: World, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
     old_spec: JobSpec | None = None,
 ) -> UpgradePlan:  # fmt: skip
     """Dry run: compare the running stages with the new version's. Nothing stops."""
     if new_spec.name != job:
         raise UpgradeRefused(f"spec {new_spec.name} is not a version of job {job}")
-    old = old_spec or current_spec(settings, job)
+    ops = operations(world)
+    old = old_spec or ops.registry.current_spec(job)
     plan = UpgradePlan.build(
-        job, running_stages(settings, job), describe_spec_stages(new_spec, settings),
+        job, running_stages(ops, job), ops.submitter.describe_stages(new_spec),
         from_version=old.version, to_version=new_spec.version,
         allow_state_drop=allow_state_drop,
     )  # fmt: skip

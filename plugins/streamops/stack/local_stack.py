@@ -23,7 +23,8 @@ from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import ProcessError
 from streamops.health.checks import Observation, Thresholds, check_jobs, gather
 from streamops.jobs import JobRegistry
-from streamops.procedures import describe_ahead, submit
+from streamops.procedures import describe_ahead
+from streamops.procedures.deploy import start_job
 from streamops.services import start_service, stop_services
 from streamops.settings import Settings
 from streamops.sim.background import command as simulator_command
@@ -118,7 +119,7 @@ def up(settings: Settings, opts: StackOptions) -> Observation:
     elif JobRegistry(settings).view(spec.name).is_live:
         log.info("job %s already running; not submitting again", spec.name)
     else:
-        submit.submit_job(spec, settings, wait_healthy=opts.wait)
+        start_job(settings, spec, wait_healthy=opts.wait)
     # the versions the running job may be upgraded to, described in the background (nice 19)
     # so the first plan-upgrade answers from the cache
     start_service(settings, describe_ahead.SERVICE, describe_ahead.command(settings),

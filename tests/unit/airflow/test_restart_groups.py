@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from support.restart_fake import JOB, FakeCluster, install, settings_at
 
-from streamops.procedures import savepoint_restart
+from streamops.procedures import savepoint_restart, upgrade_steps
 from streamops.settings import PROJECT_ROOT
 from streamops_airflow import job_groups as groups
-from streamops_airflow import upgrade_groups
+from streamops_airflow.procedure_tasks import StepSensor
 
 RUN = SimpleNamespace(dag_id="restart_job", run_id="manual__1")
 OWNER = "airflow:restart_job/manual__1"
@@ -26,14 +26,14 @@ CTX = {"job": JOB, "mode": "savepoint", "savepoint": "sp-dag"}
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    cluster = install(monkeypatch, settings_at(tmp_path))
-    monkeypatch.setattr(groups, "get_current_context", lambda: {"ti": RUN})
-    monkeypatch.setattr("streamops_airflow.hooks.ops_settings", lambda *_: cluster.settings)
+    cluster = install(settings_at(tmp_path))
+    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": RUN})
+    monkeypatch.setattr("streamops_airflow.hooks.ops_operations", lambda *_: cluster.ops)
     return cluster
 
 
-def sensor(step: str) -> groups.RestartStepSensor:
-    return groups.RestartStepSensor(task_id=f"wait_{step}", step=step, job=JOB)
+def sensor(step: str) -> StepSensor:
+    return StepSensor(task_id=f"wait_{step}", step=getattr(savepoint_restart, step), job=JOB)
 
 
 def test_every_restart_task_runs_a_library_step(
@@ -80,7 +80,8 @@ def test_the_restart_dag_is_made_of_these_tasks() -> None:
     for task_id, step in (("savepoint_with_cancel.wait_result", "savepoint_answered"),
                           ("savepoint_with_cancel.wait_stopped", "job_stopped")):
         wait = tasks[task_id]
-        assert isinstance(wait, groups.RestartStepSensor) and wait.step == step, task_id
+        assert isinstance(wait, StepSensor), task_id
+        assert wait.step is getattr(savepoint_restart, step), task_id
     savepoints = [t for t in tasks.values() if "savepoint" in type(t).__name__.lower()]
     assert savepoints == []  # no operator or sensor of its own: the library's steps
 
@@ -88,9 +89,9 @@ def test_the_restart_dag_is_made_of_these_tasks() -> None:
 def test_the_cluster_restart_dag_runs_the_library_steps() -> None:
     tasks = {t.task_id: t for t in _dag("cluster_restart").tasks}
     assert "savepoint_all_jobs.savepoint_with_cancel" in tasks
-    assert isinstance(
-        {t.task_id: t for t in _dag("savepoint_and_upgrade").tasks}[
-            "savepoint_with_cancel.wait_result"], upgrade_groups.UpgradeStepSensor)
+    wait = {t.task_id: t for t in _dag("savepoint_and_upgrade").tasks}[
+        "savepoint_with_cancel.wait_result"]
+    assert isinstance(wait, StepSensor) and wait.step is upgrade_steps.savepoint_answered
 
 
 @pytest.mark.parametrize("retried", ["begin", "request", "wait_result", "wait_stopped",

@@ -19,6 +19,7 @@ from streamops.settings import PROJECT_ROOT
 from streamops.spec import load_spec
 from streamops_airflow import upgrade_groups as groups
 from streamops_airflow.exceptions import ProcedureFailed
+from streamops_airflow.procedure_tasks import StepSensor
 
 RUN = SimpleNamespace(dag_id="savepoint_and_upgrade", run_id="manual__1")
 OWNER = "airflow:savepoint_and_upgrade/manual__1"
@@ -26,12 +27,13 @@ OWNER = "airflow:savepoint_and_upgrade/manual__1"
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    cluster = install(monkeypatch, tmp_path)
+    cluster = install(tmp_path)
     xcoms: dict[str, Any] = {}
     ti = SimpleNamespace(**vars(RUN), xcoms=xcoms,
                          xcom_pull=lambda task_ids, key=None: xcoms.get(key))  # fmt: skip
     monkeypatch.setattr(groups, "get_current_context", lambda: {"ti": ti})
-    monkeypatch.setattr("streamops_airflow.hooks.ops_settings", lambda *_: cluster.settings)
+    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": ti})
+    monkeypatch.setattr("streamops_airflow.hooks.ops_operations", lambda *_: cluster.ops)
     return cluster
 
 
@@ -41,8 +43,8 @@ def validated(path: Path, standby: str = "cold", savepoint: str | None = None) -
             "savepoint": savepoint, "allow_state_drop": False, "standby": standby}  # fmt: skip
 
 
-def sensor() -> groups.UpgradeStepSensor:
-    return groups.UpgradeStepSensor(task_id="wait_result", step="savepoint_answered", job=JOB)
+def sensor() -> StepSensor:
+    return StepSensor(task_id="wait_result", step=upgrade_steps.savepoint_answered, job=JOB)
 
 
 def test_every_upgrade_task_runs_a_library_step(
@@ -92,7 +94,7 @@ def test_the_upgrade_dag_is_made_of_these_tasks() -> None:
                         ("abort_standby", groups.abort_standby)):  # fmt: skip
         assert tasks[task_id].python_callable is fn.function, task_id
     wait = tasks["savepoint_with_cancel.wait_result"]
-    assert isinstance(wait, groups.UpgradeStepSensor) and wait.step == "savepoint_answered"
+    assert isinstance(wait, StepSensor) and wait.step is upgrade_steps.savepoint_answered
 
 
 @pytest.mark.parametrize("standby", ["warm", "cold"])

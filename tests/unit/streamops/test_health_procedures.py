@@ -237,8 +237,9 @@ def quiet_scale(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> None:
         return scale.ScaleResult((), (), tuple(f"worker-{i}" for i in range(1, workers + 1)))
 
     monkeypatch.setattr(scale, "scale_to", scale_to)
+    monkeypatch.setattr(scale, "wait_alive_count", lambda s, n: None)
     monkeypatch.setattr(scale, "batch_marks", lambda s: {})
-    monkeypatch.setattr(scale, "verify_batches_continue", lambda s, m: {})
+    monkeypatch.setattr(scale, "verify_batches_continue", lambda s, m, t=None: {})
     monkeypatch.setattr(scale, "rebalance_candidates", lambda s: [])
 
 

@@ -21,14 +21,14 @@ OWNER = "airflow:restart_job/manual__1"
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    return install(monkeypatch, settings_at(tmp_path))
+def cluster(tmp_path: Path) -> FakeCluster:
+    return install(settings_at(tmp_path))
 
 
 def run_step(cluster: FakeCluster, step: Any) -> None:
     """One step as its task runs it: a polling step is poked until it is done."""
     for _ in range(5):
-        if step(cluster.settings, JOB, OWNER) is not False:
+        if step(cluster.ops, JOB, OWNER) is not False:
             return
     raise AssertionError(f"{step.__name__} never done")
 
@@ -39,12 +39,12 @@ def requests(cluster: FakeCluster) -> int:
 
 @pytest.mark.parametrize("retried", [s.__name__ for s in steps.STEPS])
 def test_a_step_retried_after_it_ran_repeats_nothing(cluster: FakeCluster, retried: str) -> None:
-    steps.begin(cluster.settings, JOB, OWNER, savepoint="sp-1")
+    steps.begin(cluster.ops, JOB, OWNER, savepoint="sp-1")
     for step in steps.STEPS:
         run_step(cluster, step)
         if step.__name__ == retried:  # the task's retry: the same step again
             run_step(cluster, step)
-    intent = steps.load_intent(cluster.settings, JOB)
+    intent = steps.load_intent(cluster.ops, JOB)
     assert intent is not None and intent.phase == "done"
     assert intent.done == ["begin", *(s.__name__ for s in steps.STEPS)]
     assert requests(cluster) == 1 and cluster.count("savepoint sp-1 cancel=True") == 1
@@ -55,7 +55,7 @@ def test_a_step_retried_after_it_ran_repeats_nothing(cluster: FakeCluster, retri
 def test_a_request_recorded_but_not_sent_is_sent_once_under_its_id(
     cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    steps.begin(cluster.settings, JOB, OWNER, savepoint="sp-1")
+    steps.begin(cluster.ops, JOB, OWNER, savepoint="sp-1")
     send = control.send_request
 
     def died_before_writing(*args: Any, **kwargs: Any) -> Any:
@@ -63,64 +63,64 @@ def test_a_request_recorded_but_not_sent_is_sent_once_under_its_id(
 
     monkeypatch.setattr(control, "send_request", died_before_writing)
     with pytest.raises(KeyboardInterrupt):
-        steps.request_savepoint(cluster.settings, JOB, OWNER)
-    recorded = steps.load_intent(cluster.settings, JOB).savepoint_cancel().request  # type: ignore[union-attr]
+        steps.request_savepoint(cluster.ops, JOB, OWNER)
+    recorded = steps.load_intent(cluster.ops, JOB).savepoint_cancel().request  # type: ignore[union-attr]
     assert recorded and requests(cluster) == 0
     monkeypatch.setattr(control, "send_request", send)
-    intent = steps.request_savepoint(cluster.settings, JOB, OWNER)
+    intent = steps.request_savepoint(cluster.ops, JOB, OWNER)
     assert intent.savepoint_cancel().request == recorded and requests(cluster) == 1
 
 
 def test_a_start_interrupted_after_its_submission_is_not_submitted_again(
     cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    steps.begin(cluster.settings, JOB, OWNER, savepoint="sp-1")
+    steps.begin(cluster.ops, JOB, OWNER, savepoint="sp-1")
     for step in steps.SAVEPOINT_STEPS:
         run_step(cluster, step)
-    save = steps._save
+    save = steps.STORE.save
 
-    def crash_after_the_submission(settings, intent, phase):  # type: ignore[no-untyped-def]
+    def crash_after_the_submission(world, intent, phase, **detail):  # type: ignore[no-untyped-def]
         if phase == "started":
             raise KeyboardInterrupt("the worker died")
-        save(settings, intent, phase)
+        save(world, intent, phase, **detail)
 
-    monkeypatch.setattr(steps, "_save", crash_after_the_submission)
+    monkeypatch.setattr(steps.STORE, "save", crash_after_the_submission)
     with pytest.raises(KeyboardInterrupt):
-        steps.start_from_savepoint(cluster.settings, JOB, OWNER)
-    monkeypatch.setattr(steps, "_save", save)
-    assert steps.start_from_savepoint(cluster.settings, JOB, OWNER).new_driver == "driver-2"
+        steps.start_from_savepoint(cluster.ops, JOB, OWNER)
+    monkeypatch.setattr(steps.STORE, "save", save)
+    assert steps.start_from_savepoint(cluster.ops, JOB, OWNER).new_driver == "driver-2"
     assert cluster.submitted == 1
 
 
 def test_a_failed_savepoint_is_requested_again_an_answered_one_is_not(
     cluster: FakeCluster,
 ) -> None:
-    steps.begin(cluster.settings, JOB, OWNER, savepoint="sp-1")
+    steps.begin(cluster.ops, JOB, OWNER, savepoint="sp-1")
     cluster.answering = False
-    first = steps.request_savepoint(cluster.settings, JOB, OWNER).savepoint_cancel().request
+    first = steps.request_savepoint(cluster.ops, JOB, OWNER).savepoint_cancel().request
     request = control.read_request(cluster.settings.layout, JOB, str(first))
     assert request is not None
     control.write_result(cluster.settings.layout, JOB, request, ok=False, message="no room")
     with pytest.raises(control.ControlFailed, match="no room"):
-        steps.savepoint_answered(cluster.settings, JOB, OWNER)
-    second = steps.request_savepoint(cluster.settings, JOB, OWNER).savepoint_cancel().request
+        steps.savepoint_answered(cluster.ops, JOB, OWNER)
+    second = steps.request_savepoint(cluster.ops, JOB, OWNER).savepoint_cancel().request
     assert second != first and requests(cluster) == 2
     cluster.answering = True
     run_step(cluster, steps.savepoint_answered)
-    again = steps.request_savepoint(cluster.settings, JOB, OWNER)
+    again = steps.request_savepoint(cluster.ops, JOB, OWNER)
     assert again.savepoint_cancel().request == second
     assert requests(cluster) == 2
 
 
 def test_another_owner_does_not_resume_the_restart(cluster: FakeCluster) -> None:
-    steps.begin(cluster.settings, JOB, OWNER, savepoint="sp-1")
+    steps.begin(cluster.ops, JOB, OWNER, savepoint="sp-1")
     with pytest.raises(steps.RestartFailed, match="is airflow:restart_job/manual__1's"):
-        steps.request_savepoint(cluster.settings, JOB, "cli")
+        steps.request_savepoint(cluster.ops, JOB, "cli")
     assert requests(cluster) == 0
 
 
 def test_the_cli_restart_runs_the_steps(cluster: FakeCluster) -> None:
-    outcome = restart.restart_job(cluster.settings, JOB, "savepoint", savepoint="sp-cli")
+    outcome = restart.restart_job(cluster.ops, JOB, "savepoint", savepoint="sp-cli")
     assert (outcome.mode, outcome.savepoint, outcome.driver_id) == ("savepoint", "sp-cli",
                                                                       "driver-2")
     assert cluster.calls == ["savepoint sp-cli cancel=True", "ended driver-1",
@@ -136,7 +136,7 @@ def test_a_driver_left_after_the_savepoint_with_cancel_is_killed_before_the_star
     unclaimed after it came back) is still listed once the restart stopped the job: the start
     from the savepoint kills it first instead of refusing "already running"."""
     cluster.left = ["driver-9"]
-    outcome = restart.restart_job(cluster.settings, JOB, "savepoint", savepoint="sp-left")
+    outcome = restart.restart_job(cluster.ops, JOB, "savepoint", savepoint="sp-left")
     assert outcome.driver_id == "driver-2"
     assert cluster.calls == ["savepoint sp-left cancel=True", "ended driver-1", "cancel driver-9",
                              "submit v1 from sp-left as driver-2", "verify driver-2"]
@@ -150,24 +150,25 @@ def test_a_failed_start_keeps_the_savepoint(
 
     monkeypatch.setattr(cluster, "wait_healthy", unhealthy)
     with pytest.raises(JobError, match="crashed on start; savepoint sp-cli is kept"):
-        restart.restart_job(cluster.settings, JOB, "savepoint", savepoint="sp-cli")
+        restart.restart_job(cluster.ops, JOB, "savepoint", savepoint="sp-cli")
 
 
 def test_the_rebalance_runs_the_steps_and_resumes_an_unfinished_one(
     cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = iter([KeyboardInterrupt("the worker died"), None])
+    start = cluster.start
 
     def submit_once_crashed(*args: Any, **kwargs: Any) -> str:
         failure = next(calls)
         if failure is not None:
             raise failure
-        return cluster.start(*args, **kwargs)
+        return start(*args, **kwargs)
 
-    monkeypatch.setattr(savepoint_restart.restore, "start_from_savepoint", submit_once_crashed)
+    monkeypatch.setattr(cluster, "start", submit_once_crashed)
     with pytest.raises(KeyboardInterrupt):
-        scale.rebalance(cluster.settings, JOB)
+        scale.rebalance(cluster.ops, JOB)
     assert scale._rebalancing(cluster.settings, JOB)  # stopped, not started: a candidate
-    assert scale.rebalance(cluster.settings, JOB) == "driver-2"
+    assert scale.rebalance(cluster.ops, JOB) == "driver-2"
     assert cluster.count("savepoint") == 1 and cluster.submitted == 1
     assert not scale._rebalancing(cluster.settings, JOB)
