@@ -354,6 +354,9 @@ def main() -> None:
     ap.add_argument("--timeline", action="store_true", help="print a relaunch's start-up steps")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark property of the job (repeatable; an empty value drops it)")
+    ap.add_argument("--no-class-archives", dest="class_archives", action="store_false",
+                    help="do not train the cluster's class archives first (JVMs load every "
+                         "class from jars)")
     args = ap.parse_args()
     conf = dict(c.split("=", 1) for c in args.conf)
     if args.timeline:
@@ -372,7 +375,8 @@ def main() -> None:
     lines = []
     try:
         cluster.start()
-        print(train_class_archives(settings).describe(), flush=True)
+        if args.class_archives:
+            print(train_class_archives(settings).describe(), flush=True)
         beta.start()
         alpha.start()
         spec = fleet_spec("fleet-pings.yaml", JOB, "1 second",
