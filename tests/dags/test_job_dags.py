@@ -3,11 +3,12 @@
 One fleet-pings job with both simulators goes through: deploy → a duplicate deploy refused
 → an incompatible v2 stopped at plan (job untouched, nothing rolled back) → upgrade v1 → v2
 (cold) → a crashing v3 rolled back to v2 → the same v3 as a warm standby fails before it is
-ready (v2 untouched) → upgrade v2 → v2.1 (``standby`` auto: warm, as the session's cluster
-has a free core for the standby's driver) → restart (savepoint) → restart (last-checkpoint);
-then the oracle: every sink equals its recomputation, nothing lost or duplicated. Bad params
-fail the first task naming the param.
-Wall times and processing gaps are printed (figures, not asserts).
+ready (v2 untouched) → restart (savepoint) → restart (last-checkpoint); then the oracle: every
+sink equals its recomputation, nothing lost or duplicated. The warm upgrade that succeeds
+(``standby`` auto) runs through the DAG in a real Airflow in the chaos campaign's last step
+(``tests/support/chaos/airflow_fault.py``), which checks that the standby took over. Bad
+params fail the first task naming the param. Wall times and processing gaps are printed
+(figures, not asserts).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from support.dag_runs import run_dag, task_states
 from support.fleet import FleetRun
 from support.integration import ClusterHandle
 
-from streamops.jobs import read_submissions
 from streamops.procedures.restore import earliest_positions
 from streamops.state.savepoints import catalogue
 
@@ -131,29 +131,13 @@ def test_job_dags_end_to_end(spark_cluster: ClusterHandle, tmp_path: Path) -> No
         view = registry.view(JOB)
         assert view.healthy and view.version == "2" and view.driver_id == before, view
 
-        # the default (auto): a worker has a free core, so v2.1 starts as a warm standby
-        t0 = time.time()
-        run, secs = run_dag("savepoint_and_upgrade", {
-            "job": JOB, "spec": str(fleet.spec_file("fleet-pings-v2.yaml", version="2.1")),
-        })  # fmt: skip
-        figure("savepoint_and_upgrade v2 -> v2.1 (warm standby)", run, secs,
-               processing_gap(history, t0, time.time()))  # fmt: skip
-        got = task_states(run)
-        assert run.state == "success", got
-        assert got["start_standby"] == "success" and got["abort_standby"] == "skipped", got
-        view = registry.view(JOB)
-        assert view.healthy and view.version == "2.1", view
-        standbys = [s for s in read_submissions(settings.layout.submissions_file(JOB))
-                    if s.get("event") == "submitted" and s.get("standby")]  # fmt: skip
-        assert standbys and standbys[-1]["driver_id"] == view.driver_id, standbys
-
         for mode in ("savepoint", "last-checkpoint"):
             t0 = time.time()
             run, secs = run_dag("restart_job", {"job": JOB, "mode": mode})
             figure(f"restart_job ({mode})", run, secs, processing_gap(history, t0, time.time()))
             assert run.state == "success", task_states(run)
             view = registry.view(JOB)
-            assert view.healthy and view.version == "2.1", view
+            assert view.healthy and view.version == "2", view
 
         fleet.end_data()
         fleet.finish_and_check(avg_speed_from=positions)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from support.faults import driver_jvm_pid
-from support.integration import describe_job, wait_until
+from support.integration import describe_job, pids_with_args, wait_until
 from support.multihost import (
     AGENT_PORT,
     WORKER_TIMEOUT_S,
@@ -285,11 +285,6 @@ def _no_secret_anywhere(hosts: MultiHost) -> None:
             continue
         for what, value in secrets.items():
             assert value.encode() not in data, f"the {what} is in {path}"
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            for what, value in secrets.items():
-                assert value.encode() not in cmdline, f"the {what} is on pid {proc.name}'s line"
+    for what, value in secrets.items():
+        on_line = pids_with_args(value)
+        assert not on_line, f"the {what} is on the command line of pid(s) {on_line}"

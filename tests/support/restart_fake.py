@@ -18,8 +18,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from support.fake_savepoints import FakeSavepoints
+
 from streamops.cluster.releases import ReleaseStore
-from streamops.exceptions import JobError, JobNotFound, SavepointNotFound
+from streamops.exceptions import JobError, JobNotFound
 from streamops.procedures.operations import Operations
 from streamops.procedures.world import SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
@@ -54,8 +56,14 @@ class FakeCluster:
         for request in control.pending_requests(self.settings.layout, JOB):
             self.savepoints.add(str(request.name))
             self.calls.append(f"savepoint {request.name} cancel={request.cancel}")
-            control.write_result(self.settings.layout, JOB, request, ok=True, message="saved",
-                                 detail={"savepoint": request.name, "handover": False})
+            control.write_result(
+                self.settings.layout,
+                JOB,
+                request,
+                ok=True,
+                message="saved",
+                detail={"savepoint": request.name, "handover": False},
+            )
             if request.cancel:
                 self.stopping = self.driver
 
@@ -101,8 +109,10 @@ class FakeCluster:
         self.app += 1
         self.driver = f"driver-{self.app}"
         self.calls.append(f"submit v{spec.version} from {savepoint} as {self.driver}")
-        append_jsonl(self.settings.layout.submissions_file(spec.name),
-                     {"event": "submitted", "driver_id": self.driver, "at": time.time()})
+        append_jsonl(
+            self.settings.layout.submissions_file(spec.name),
+            {"event": "submitted", "driver_id": self.driver, "at": time.time()},
+        )
         return self.driver
 
     def count(self, prefix: str) -> int:
@@ -110,8 +120,14 @@ class FakeCluster:
 
     @property
     def ops(self) -> Operations:
-        return Operations(self.settings, self, FakeSavepoints(self), FakeSubmitter(self),
-                          SystemClock(), FakeNodes(self))  # fmt: skip
+        savepoints = FakeSavepoints(self.settings, self.savepoints, check=self._running)
+        return Operations(self.settings, self, savepoints, FakeSubmitter(self), SystemClock(),
+                          FakeNodes(self))  # fmt: skip
+
+    def _running(self, job: str) -> None:
+        view = self.view(job)
+        if not view.is_live:
+            raise JobNotFound(f"job {job} is not running (state {view.state})")
 
     # the rest of the registry
     @property
@@ -139,28 +155,6 @@ class FakeCluster:
 
     def clear_orphans(self, job: str, *, keep: Any = frozenset()) -> list[str]:
         return []
-
-
-@dataclass
-class FakeSavepoints:
-    cluster: FakeCluster
-
-    def request(self, job: str, name: str, *, cancel: bool, handover: bool, timeout: float,
-                request_id: str | None) -> str:  # fmt: skip
-        view = self.cluster.view(job)
-        if not view.is_live:
-            raise JobNotFound(f"job {job} is not running (state {view.state})")
-        return control.send_request(self.cluster.settings.layout, job, "savepoint", name=name,
-                                    cancel=cancel, timeout=timeout, handover=handover,
-                                    request_id=request_id).id  # fmt: skip
-
-    def get(self, name: str, job: str | None = None) -> Any:
-        if name not in self.cluster.savepoints:
-            raise SavepointNotFound(f"no savepoint {name}")
-        return SimpleNamespace(stages={"vehicles": 1})
-
-    def taken(self, name: str, job: str | None = None) -> bool:
-        return name in self.cluster.savepoints
 
 
 @dataclass

@@ -18,7 +18,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from streamops.exceptions import JobError, SavepointNotFound
+from support.fake_savepoints import FakeSavepoints
+
+from streamops.exceptions import JobError
 from streamops.procedures.operations import Operations
 from streamops.procedures.standby import Standby
 from streamops.procedures.world import SystemClock
@@ -53,8 +55,13 @@ class FakeCluster:
 
     @property
     def ops(self) -> Operations:
-        return Operations(self.settings, FakeRegistry(self), FakeSavepoints(self),
-                          FakeSubmitter(self), SystemClock())  # fmt: skip
+        savepoints = FakeSavepoints(self.settings, self.savepoints, then=self._auto_answer)
+        return Operations(self.settings, FakeRegistry(self), savepoints, FakeSubmitter(self),
+                          SystemClock())  # fmt: skip
+
+    def _auto_answer(self) -> None:
+        if self.auto_answer:
+            self.answer()
 
     # the old driver
     def answer(self, *, ok: bool = True) -> None:
@@ -85,17 +92,28 @@ class FakeRegistry:
 
     def view(self, job: str) -> Any:
         live = self.cluster.job_driver in self.cluster.live
-        return SimpleNamespace(is_live=live, driver_id=self.cluster.job_driver, status={},
-                               state="RUNNING" if live else "FINISHED",
-                               stages={s: {"descriptor": d} for s, d in RUNNING_STAGES.items()})
+        return SimpleNamespace(
+            is_live=live,
+            driver_id=self.cluster.job_driver,
+            status={},
+            state="RUNNING" if live else "FINISHED",
+            stages={s: {"descriptor": d} for s, d in RUNNING_STAGES.items()},
+        )
 
     def observe(self, job: str, since_driver: str | None = None) -> Observation:
         live = self.cluster.job_driver in self.cluster.live
-        view = SimpleNamespace(name=job, version="2", driver_id=self.cluster.job_driver,
-                               is_live=live, healthy=live and self.cluster.healthy,
-                               ended=not live, state="RUNNING" if live else "FINISHED",
-                               driver_state="RUNNING" if live else "FINISHED",
-                               status={"driver_id": self.cluster.job_driver}, stages={})
+        view = SimpleNamespace(
+            name=job,
+            version="2",
+            driver_id=self.cluster.job_driver,
+            is_live=live,
+            healthy=live and self.cluster.healthy,
+            ended=not live,
+            state="RUNNING" if live else "FINISHED",
+            driver_state="RUNNING" if live else "FINISHED",
+            status={"driver_id": self.cluster.job_driver},
+            stages={},
+        )
         return Observation(view, since_driver, since_live=live)  # type: ignore[arg-type]
 
     def driver_live(self, driver: str) -> bool:
@@ -118,28 +136,6 @@ class FakeRegistry:
     @property
     def client(self) -> Any:
         return SimpleNamespace(kill_submission=lambda d: self.cluster.calls.append(f"kill {d}"))
-
-
-@dataclass
-class FakeSavepoints:
-    cluster: FakeCluster
-
-    def request(self, job: str, name: str, *, cancel: bool, handover: bool, timeout: float,
-                request_id: str | None) -> str:  # fmt: skip
-        sent = control.send_request(self.cluster.settings.layout, job, "savepoint", name=name,
-                                    cancel=cancel, timeout=timeout, handover=handover,
-                                    request_id=request_id)  # fmt: skip
-        if self.cluster.auto_answer:
-            self.cluster.answer()
-        return sent.id
-
-    def get(self, name: str, job: str | None = None) -> Any:
-        if name not in self.cluster.savepoints:
-            raise SavepointNotFound(f"no savepoint {name}")
-        return SimpleNamespace(stages={"vehicles": 1})
-
-    def taken(self, name: str, job: str | None = None) -> bool:
-        return name in self.cluster.savepoints
 
 
 @dataclass

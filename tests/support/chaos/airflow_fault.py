@@ -25,6 +25,7 @@ from support.chaos.world import ChaosWorld
 from streamops.exceptions import StreamopsError
 from streamops.health.checks import run_checks
 from streamops.health.report import Level
+from streamops.jobs import read_submissions
 from streamops.procedures.upgrade import upgrade
 
 DAG = "savepoint_and_upgrade"
@@ -103,8 +104,14 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
                                 f"{cleared} were cleared: {api.task_states(DAG, run_id)}")
     view = world.registry.view(world.job)
     assert view.is_live and str(view.driver_id) != first, world.describe()
+    warm = api.task_states(DAG, run_id).get("start_standby") == "success"
+    if warm:  # the standby the DAG started is the driver that took over
+        standbys = [s for s in read_submissions(world.settings.layout.submissions_file(world.job))
+                    if s.get("event") == "submitted" and s.get("standby")]  # fmt: skip
+        assert standbys and standbys[-1]["driver_id"] == view.driver_id, (standbys, view)
     upgrade(world.settings, world.job, world.spec(), allow_state_drop=True)
     how = f"its tasks {', '.join(sorted(set(cleared)))} cleared" if cleared else "no clear needed"
+    how = f"{'warm' if warm else 'cold'}, {how}"
     return Inflicted(at, f"Airflow's PostgreSQL killed ({moment}), down {down_for:.0f} s "
                      f"({down} samples with the job down, none OK), Airflow back {back:.0f} s "
                      f"later; the upgrade run finished ({how}); back to v1 by the CLI")
