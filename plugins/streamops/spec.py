@@ -156,32 +156,43 @@ class JobSpec(BaseModel):
         return out
 
 
+def validation_lines(exc: ValidationError, whole: str = "(spec)") -> list[str]:
+    """One line per bad field of ``exc`` (``  field.path: what is wrong``), as every file the
+    project validates reports them; ``whole``: the name of an error of no one field."""
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"] if not str(p).startswith("function-")]
+        lines.append(f"  {'.'.join(loc) or whole}: {err['msg'].removeprefix('Value error, ')}")
+    return lines
+
+
+def read_yaml(path: Path, what: str = "") -> Any:
+    """The YAML document of ``path``; a file that cannot be read or parsed is a ConfigError
+    naming it (``what``: e.g. ``"job spec "``, put before the path)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what}{path}: {exc.strerror}") from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+
+
 def spec_from_dict(data: Any, source: str = "<spec>") -> JobSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a job spec must be a mapping of fields, got {type(data)}")
     try:
         return JobSpec.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "(spec)"
-            msg = err["msg"].removeprefix("Value error, ")
-            lines.append(f"  {field}: {msg}")
+        lines = validation_lines(exc)
         raise ConfigError(f"{source}: invalid job spec\n" + "\n".join(lines)) from exc
 
 
 def load_spec(path: str | Path) -> JobSpec:
     """Load and validate a job spec YAML file; every bad field is named in the error."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read job spec {p}: {exc.strerror}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
-    return spec_from_dict(data, source=str(p))
+    return spec_from_dict(read_yaml(p, "job spec "), source=str(p))
 
 
 def encode_spec(spec: JobSpec) -> str:

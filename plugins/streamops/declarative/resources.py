@@ -17,14 +17,22 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from streamops.exceptions import ConfigError, UnsafeNameError
 from streamops.names import check_name
-from streamops.spec import JobSpec
+from streamops.spec import JobSpec, read_yaml, validation_lines
 
 _DURATION = re.compile(
     r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)\s*$"
@@ -44,11 +52,25 @@ def duration_seconds(text: str) -> float:
     return float(m.group(1)) * _UNIT_S[m.group(2)[0]]
 
 
-def _name(kind: str, value: str) -> str:
-    try:
-        return check_name(kind, value)
-    except UnsafeNameError as exc:
-        raise ValueError(str(exc)) from exc
+def _errors(exc: ValidationError) -> list[str]:
+    return validation_lines(exc, whole="(resource)")
+
+
+def _checked(kind: str) -> AfterValidator:
+    """A field holding a safe name of ``kind`` (a file name under the state root)."""
+
+    def check(value: str) -> str:
+        try:
+            return check_name(kind, value)
+        except UnsafeNameError as exc:
+            raise ValueError(str(exc)) from exc
+
+    return AfterValidator(check)
+
+
+DeploymentName = Annotated[str, _checked("deployment")]
+SavepointName = Annotated[str, _checked("savepoint")]
+JobName = Annotated[str, _checked("job")]
 
 
 class UpgradePolicy(BaseModel):
@@ -123,23 +145,13 @@ class Deployment(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["JobDeployment"] = DEPLOYMENT
-    name: str
+    name: DeploymentName
     spec: JobSpec
     state: Literal["running", "suspended"] = "running"
     upgrade: UpgradePolicy = Field(default_factory=UpgradePolicy)
-    initial_savepoint: str | None = None
+    initial_savepoint: SavepointName | None = None
     restart_nonce: int = 0
     savepoints: SavepointSchedule = Field(default_factory=SavepointSchedule)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return _name("deployment", v)
-
-    @field_validator("initial_savepoint")
-    @classmethod
-    def _savepoint(cls, v: str | None) -> str | None:
-        return None if v is None else _name("savepoint", v)
 
     @model_validator(mode="after")
     def _same_name(self) -> Deployment:
@@ -171,19 +183,9 @@ class SavepointRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["SavepointRequest"] = SAVEPOINT_REQUEST
-    name: str
-    job: str
+    name: SavepointName
+    job: JobName
     cancel: bool = False
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return _name("savepoint", v)
-
-    @field_validator("job")
-    @classmethod
-    def _job(cls, v: str) -> str:
-        return _name("job", v)
 
     def digest(self) -> str:
         return digest(self.model_dump(mode="json"))
@@ -200,26 +202,6 @@ def spec_digest(spec: JobSpec) -> str:
     return digest(spec.model_dump(mode="json"))
 
 
-def _errors(exc: ValidationError, prefix: str = "") -> list[str]:
-    lines = []
-    for err in exc.errors():
-        loc = [str(p) for p in err["loc"] if not str(p).startswith("function-")]
-        field = prefix + ".".join(loc) if loc else (prefix.rstrip(".") or "(resource)")
-        lines.append(f"  {field}: {err['msg'].removeprefix('Value error, ')}")
-    return lines
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-
-
 def _deployment(data: dict[str, Any], base: Path | None, source: str) -> Deployment:
     data, lines = dict(data), []
     spec_file, inline = data.pop("spec_file", None), data.get("spec")
@@ -229,7 +211,7 @@ def _deployment(data: dict[str, Any], base: Path | None, source: str) -> Deploym
         path = Path(str(spec_file))
         path = path if path.is_absolute() or base is None else base / path
         try:
-            data["spec"] = _read_yaml(path)
+            data["spec"] = read_yaml(path)
         except ConfigError as exc:
             lines.append(f"  spec_file: {exc}")
             data.pop("spec", None)
