@@ -30,6 +30,16 @@ from enum import StrEnum
 from typing import Any
 
 from streamops.exceptions import JobError
+from streamops.plan_text import (
+    aggs_text,
+    describe_operator,
+    describe_state,
+    keys_text,
+    operators,
+    ops_text,
+    value_text,
+    window_text,
+)
 
 Descriptor = Mapping[str, Any]
 _KEY_LABEL = {"dedupe": "dedupe key", "join": "join key"}
@@ -207,7 +217,7 @@ def _dropped_stage(
 def _compare(name: str, old: Descriptor, new: Descriptor) -> StagePlan:
     if new.get("unsupported"):
         return _incompatible(name, old, new, f"Spark refuses the new query: {new['unsupported']}")
-    old_ops, new_ops = _operators(old), _operators(new)
+    old_ops, new_ops = operators(old), operators(new)
     if not old["stateful"] and not new["stateful"]:
         return StagePlan(name, StageAction.RESTORE, "stateless, source positions restored")
     if not old["stateful"]:
@@ -237,7 +247,7 @@ def _compare(name: str, old: Descriptor, new: Descriptor) -> StagePlan:
 
 
 def _unverified(name: str, old: Descriptor, new: Descriptor) -> StagePlan:
-    side = "old" if not _operators(old) and not old.get("state_fingerprint") else "new"
+    side = "old" if not operators(old) and not old.get("state_fingerprint") else "new"
     return StagePlan(
         name,
         StageAction.RESTORE,
@@ -277,17 +287,13 @@ def _refusal(plans: list[StagePlan]) -> str | None:
 # --- differences ----------------------------------------------------------------------
 
 
-def _operators(desc: Descriptor) -> list[Mapping[str, Any]]:
-    return list(desc.get("operators") or [])
-
-
 def state_differences(
     old_ops: list[Mapping[str, Any]], new_ops: list[Mapping[str, Any]]
 ) -> list[str]:
     """Each change between two stages' stateful operators, as a sentence."""
     if len(old_ops) != len(new_ops):
         verb = "added" if len(new_ops) > len(old_ops) else "removed"
-        return [f"stateful operator {verb}: [{_ops_text(old_ops)}] → [{_ops_text(new_ops)}]"]
+        return [f"stateful operator {verb}: [{ops_text(old_ops)}] → [{ops_text(new_ops)}]"]
     out: list[str] = []
     for i, (old, new) in enumerate(zip(old_ops, new_ops, strict=True)):
         prefix = f"operator {i + 1}: " if len(old_ops) > 1 else ""
@@ -298,18 +304,18 @@ def state_differences(
 def _operator_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     if old.get("kind") != new.get("kind"):
         if {old.get("kind"), new.get("kind")} == {"aggregate", "window-aggregate"}:
-            return [f"window changed: {_window_text(old.get('window'))} → "
-                    f"{_window_text(new.get('window'))}"]  # fmt: skip
+            return [f"window changed: {window_text(old.get('window'))} → "
+                    f"{window_text(new.get('window'))}"]  # fmt: skip
         return [f"operator changed: {describe_operator(old)} → {describe_operator(new)}"]
     out = _window_differences(old.get("window"), new.get("window"))
     if old.get("keys") != new.get("keys"):
         label = _KEY_LABEL.get(str(new.get("kind")), "grouping key")
-        out.append(f"{label} changed: {_keys_text(old, new)}")
+        out.append(f"{label} changed: {keys_text(old, new)}")
     old_aggs = [_agg_canonical(a) for a in old.get("aggregates") or []]
     new_aggs = [_agg_canonical(a) for a in new.get("aggregates") or []]
     if old_aggs != new_aggs:
         out.append(
-            f"aggregates changed: [{_aggs_text(old)}] → [{_aggs_text(new)}] (another accumulator)"
+            f"aggregates changed: [{aggs_text(old)}] → [{aggs_text(new)}] (another accumulator)"
         )
     old_state, new_state = old.get("state") or {}, new.get("state") or {}
     for key in sorted(set(old_state) | set(new_state)):
@@ -323,98 +329,20 @@ def _window_differences(old: Mapping[str, Any] | None, new: Mapping[str, Any] | 
     if old == new:
         return []
     if old is None or new is None or old.get("type") != new.get("type"):
-        return [f"window changed: {_window_text(old)} → {_window_text(new)}"]
+        return [f"window changed: {window_text(old)} → {window_text(new)}"]
     fields = (
         ("size_s", "window size"), ("slide_s", "window slide"), ("gap_s", "session gap"),
         ("gap", "session gap"), ("start_s", "window start offset"),
         ("column", "window time column"), ("position", "window position in the key"),
     )  # fmt: skip
     out = [
-        f"{label} changed: {_value(old.get(k), k)} → {_value(new.get(k), k)}"
+        f"{label} changed: {value_text(old.get(k), k)} → {value_text(new.get(k), k)}"
         for k, label in fields
         if old.get(k) != new.get(k)
     ]
-    return out or [f"window changed: {_window_text(old)} → {_window_text(new)}"]
+    return out or [f"window changed: {window_text(old)} → {window_text(new)}"]
 
 
 def _agg_canonical(agg: Mapping[str, Any]) -> tuple[Any, ...]:
     return (agg.get("class") or agg.get("function"), tuple(agg.get("inputs") or ()),
             bool(agg.get("distinct")), agg.get("result"))  # fmt: skip
-
-
-# --- text -----------------------------------------------------------------------------
-
-
-def describe_state(desc: Descriptor) -> str:
-    """One phrase for a stage's state: ``window-aggregate tumbling 60s by vin``."""
-    ops = _operators(desc)
-    if not desc.get("stateful"):
-        return "stateless"
-    return _ops_text(ops) if ops else "stateful, operators unknown"
-
-
-def describe_operator(op: Mapping[str, Any]) -> str:
-    kind = str(op.get("kind"))
-    keys = ", ".join(str(k.get("name")) for k in op.get("keys") or [])
-    by = f" by {keys}" if keys else ""
-    state = op.get("state") or {}
-    if kind == "window-aggregate":
-        return f"window-aggregate {_window_text(op.get('window'))}{by}"
-    if kind == "aggregate":
-        return f"aggregate{by}" if keys else "global aggregate"
-    if kind == "dedupe":
-        within = " within watermark" if state.get("within_watermark") else ""
-        return f"dedupe{within}{by}"
-    if kind == "join":
-        right = ", ".join(str(k.get("name")) for k in state.get("right_keys") or [])
-        return f"{state.get('join_type', '')} stream-stream join on [{keys}] = [{right}]".strip()
-    if kind == "arbitrary":
-        return f"{state.get('operator', 'arbitrary')} {state.get('function') or ''}{by}".strip()
-    if kind == "limit":
-        return f"limit {op.get('limit')}"
-    return f"{state.get('operator', kind)}{by}"
-
-
-def _ops_text(ops: list[Mapping[str, Any]]) -> str:
-    return " + ".join(describe_operator(op) for op in ops) or "none"
-
-
-def _window_text(window: Mapping[str, Any] | None) -> str:
-    if not window:
-        return "no window"
-    kind = window.get("type")
-    if kind == "tumbling":
-        return f"tumbling {_value(window.get('size_s'), 'size_s')}"
-    if kind == "sliding":
-        size = _value(window.get("size_s"), "size_s")
-        return f"sliding {size} every {_value(window.get('slide_s'), 'slide_s')}"
-    if kind == "session":
-        gap = window.get("gap_s")
-        return f"session gap {_value(gap, 'gap_s') if gap is not None else window.get('gap')}"
-    return str(kind)
-
-
-def _value(value: Any, key: str) -> str:
-    if value is None:
-        return "none"
-    if key.endswith("_s") and isinstance(value, int | float):
-        return f"{value:g}s"
-    return str(value)
-
-
-def _keys_text(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    old_keys, new_keys = old.get("keys") or [], new.get("keys") or []
-    names = [[k.get("name") for k in keys] for keys in (old_keys, new_keys)]
-    typed = names[0] == names[1]  # same names: the types changed, show them
-    parts = [
-        "[" + ", ".join(f"{k.get('name')}: {k.get('type')}" if typed else str(k.get("name"))
-                        for k in keys) + "]"
-        for keys in (old_keys, new_keys)
-    ]  # fmt: skip
-    return f"{parts[0]} → {parts[1]}"
-
-
-def _aggs_text(op: Mapping[str, Any]) -> str:
-    return ", ".join(
-        str(a.get("signature") or a.get("function")) for a in op.get("aggregates") or []
-    )

@@ -19,11 +19,8 @@ import pytest
 
 from streamops.describe_stages import describe_spec_stages
 from streamops.exceptions import JobError
-from streamops.planner import (
-    StageAction,
-    UpgradePlan,
-    describe_state,
-)
+from streamops.plan_text import describe_state
+from streamops.planner import StageAction, UpgradePlan
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import load_spec, spec_from_dict
 
