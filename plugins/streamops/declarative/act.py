@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.resources import Deployment, SavepointRequest
-from streamops.describe_stages import describe_spec_stages
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
-from streamops.jobs import JobRegistry, read_submissions
+from streamops.jobs import read_submissions
 from streamops.procedures import restart as restarts
 from streamops.procedures import savepoint_restart, savepoint_taking, upgrade_steps
 from streamops.procedures.deploy import start_job
-from streamops.procedures.restore import clear_stale_checkpoint, start_from_savepoint
+from streamops.procedures.operations import Operations
+from streamops.procedures.restore import clear_stale_checkpoint
 from streamops.procedures.savepoint_taking import SavepointCancel
 from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import (
@@ -37,8 +37,6 @@ from streamops.procedures.timeouts import (
 )
 from streamops.procedures.upgrade import UpgradeFailed, UpgradeRefused, upgrade
 from streamops.procedures.upgrade_plan import plan_upgrade
-from streamops.procedures.world import operations
-from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state.savepoints import catalogue
 
@@ -76,28 +74,27 @@ def prepare(record: InFlight, job: str) -> None:
 
 
 # --- helpers ---------------------------------------------------------------------------
-def _started_since(settings: Settings, job: str, since: float) -> str | None:
+def _started_since(ops: Operations, job: str, since: float) -> str | None:
     """The live driver of ``job`` submitted after ``since`` (by a pass that was killed)."""
-    subs = [s for s in read_submissions(settings.layout.submissions_file(job))
+    subs = [s for s in read_submissions(ops.layout.submissions_file(job))
             if s.get("event") == "submitted" and float(s.get("at", 0)) >= since
             and not s.get("standby") and not s.get("hot_standby")]  # fmt: skip
-    registry = JobRegistry(settings)
     for sub in reversed(subs):
-        if registry.driver_live(str(sub["driver_id"])):
+        if ops.registry.driver_live(str(sub["driver_id"])):
             return str(sub["driver_id"])
     return None
 
 
-def _stages(settings: Settings, spec: JobSpec, savepoint: str) -> list[str]:
+def _stages(ops: Operations, spec: JobSpec, savepoint: str) -> list[str]:
     """The stages ``spec`` runs: the savepoint's when it is of the same version, else as the
     version describes them (a new stage starts empty, a stage gone is left in the savepoint)."""
-    manifest = catalogue.get_savepoint(settings.layout, savepoint, job=spec.name)
+    manifest = ops.savepoints.get(savepoint, spec.name)
     if manifest.version == spec.version:
         return list(manifest.stages)
-    return list(describe_spec_stages(spec, settings))
+    return list(ops.submitter.describe_stages(spec))
 
 
-def _savepoint(settings: Settings, record: InFlight, save: Save, job: str, name: str,
+def _savepoint(ops: Operations, record: InFlight, save: Save, job: str, name: str,
                cancel: bool) -> SavepointCancel:  # fmt: skip
     """The savepoint (with cancel) of ``job``, its steps kept in ``record`` (resumable)."""
     sp = (SavepointCancel.from_dict(record.detail["cancel"]) if "cancel" in record.detail
@@ -108,43 +105,43 @@ def _savepoint(settings: Settings, record: InFlight, save: Save, job: str, name:
         save(record)
 
     if "request" not in sp.done and sp.request is None:
-        view = JobRegistry(settings).view(job)
+        view = ops.registry.view(job)
         if not view.is_live:
             raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to "
                               "savepoint")  # fmt: skip
-    run_steps(savepoint_taking.STEPS, operations(settings), sp, keep,
+    run_steps(savepoint_taking.STEPS, ops, sp, keep,
               waits={"request": REQUEST_TIMEOUT, "answered": SAVEPOINT_TIMEOUT,
                      "stopped": STOP_TIMEOUT})  # fmt: skip
     return sp
 
 
 # --- the actions -----------------------------------------------------------------------
-def deploy(settings: Settings, record: InFlight, save: Save, dep: Deployment) -> Outcome:
+def deploy(ops: Operations, record: InFlight, save: Save, dep: Deployment) -> Outcome:
     spec = spec_from_dict(record.detail["spec"], f"spec of deployment {dep.name}")
     savepoint = record.detail.get("savepoint")
-    driver = _started_since(settings, spec.name, record.started_at)
+    driver = _started_since(ops, spec.name, record.started_at)
     if driver is not None:
         log.info("deployment %s: driver %s was submitted by a previous pass; waiting for it",
                  dep.name, driver)  # fmt: skip
-        JobRegistry(settings).wait_healthy(spec.name, timeout=HEALTH_TIMEOUT, since_driver=driver)
+        ops.registry.wait_healthy(spec.name, timeout=HEALTH_TIMEOUT, since_driver=driver)
     elif savepoint:
-        driver = start_from_savepoint(spec, settings, savepoint, _stages(settings, spec, savepoint),
-                                      wait_healthy=HEALTH_TIMEOUT)  # fmt: skip
+        driver = ops.submitter.start_from_savepoint(spec, savepoint, _stages(ops, spec, savepoint),
+                                                    wait_healthy=HEALTH_TIMEOUT)  # fmt: skip
     else:
-        driver = start_job(settings, spec, owner=record.owner, wait_healthy=HEALTH_TIMEOUT)
+        driver = start_job(ops, spec, owner=record.owner, wait_healthy=HEALTH_TIMEOUT)
     how = f" from savepoint {savepoint}" if savepoint else ""
     return Outcome(f"v{spec.version} running{how}", driver=driver)
 
 
-def upgrade_job(settings: Settings, record: InFlight, save: Save, dep: Deployment) -> Outcome:
+def upgrade_job(ops: Operations, record: InFlight, save: Save, dep: Deployment) -> Outcome:
     spec = spec_from_dict(record.detail["spec"], f"spec of deployment {dep.name}")
     if dep.upgrade.mode != "savepoint":
-        return _replace(settings, record, save, dep, spec)
-    intent = upgrade_steps.load_intent(settings, spec.name)
+        return _replace(ops, record, save, dep, spec)
+    intent = upgrade_steps.load_intent(ops, spec.name)
     if intent is not None and intent.owner == record.owner and intent.finished:
         return _upgrade_ended(intent)  # a pass killed after the upgrade ended
     if not record.detail.get("planned"):
-        plan = plan_upgrade(settings, spec.name, spec,
+        plan = plan_upgrade(ops, spec.name, spec,
                             allow_state_drop=dep.upgrade.allow_state_drop)  # fmt: skip
         if not plan.allowed:
             return Outcome(f"upgrade to v{spec.version} refused by its plan: {plan.refusal}",
@@ -152,7 +149,7 @@ def upgrade_job(settings: Settings, record: InFlight, save: Save, dep: Deploymen
         record.detail["planned"] = True
         save(record)
     try:
-        done = upgrade(settings, spec.name, spec, allow_state_drop=dep.upgrade.allow_state_drop,
+        done = upgrade(ops, spec.name, spec, allow_state_drop=dep.upgrade.allow_state_drop,
                        savepoint=record.detail["savepoint"], standby=dep.upgrade_standby,
                        owner=record.owner, health_timeout=HEALTH_TIMEOUT)  # fmt: skip
     except UpgradeRefused as exc:
@@ -175,78 +172,77 @@ def _upgrade_ended(intent: upgrade_steps.UpgradeIntent) -> Outcome:
                    f"{intent.phase}: {intent.reason}")  # fmt: skip
 
 
-def _replace(settings: Settings, record: InFlight, save: Save, dep: Deployment,
+def _replace(ops: Operations, record: InFlight, save: Save, dep: Deployment,
              spec: JobSpec) -> Outcome:  # fmt: skip
     """Upgrade modes ``last-state`` (stop, start on the checkpoints) and ``stateless`` (stop,
     start with the checkpoints of the running stages cleared)."""
-    driver = _started_since(settings, spec.name, record.started_at)
+    driver = _started_since(ops, spec.name, record.started_at)
     if driver is None:
         if "stages" not in record.detail:
-            view = JobRegistry(settings).view(spec.name)
+            view = ops.registry.view(spec.name)
             record.detail["stages"] = sorted(view.stages)
             save(record)
-        restarts.stop_for_restart(operations(settings), spec.name, record.owner)
+        restarts.stop_for_restart(ops, spec.name, record.owner)
         if dep.upgrade.mode == "stateless":
             for stage in record.detail["stages"]:
-                clear_stale_checkpoint(settings, spec.name, stage)
-        driver = start_job(settings, spec, owner=record.owner, wait_healthy=HEALTH_TIMEOUT)
+                clear_stale_checkpoint(ops.settings, spec.name, stage)
+        driver = start_job(ops, spec, owner=record.owner, wait_healthy=HEALTH_TIMEOUT)
     else:
-        JobRegistry(settings).wait_healthy(spec.name, timeout=HEALTH_TIMEOUT, since_driver=driver)
+        ops.registry.wait_healthy(spec.name, timeout=HEALTH_TIMEOUT, since_driver=driver)
     return Outcome(f"v{spec.version} running ({dep.upgrade.mode})", driver=driver)
 
 
-def suspend(settings: Settings, record: InFlight, save: Save, dep: Deployment) -> Outcome:
+def suspend(ops: Operations, record: InFlight, save: Save, dep: Deployment) -> Outcome:
     """A savepoint with cancel; one that fails still stops the job (a suspend always goes
     through): it is cancelled, and resumes from its last checkpoints."""
     name = record.detail["savepoint"]
     try:
-        _savepoint(settings, record, save, dep.name, name, cancel=True)
+        _savepoint(ops, record, save, dep.name, name, cancel=True)
     except JobNotFound as exc:
         return Outcome(f"suspended; the job was not running ({exc})")
     except StreamopsError as exc:
         log.warning("deployment %s: the suspend's savepoint failed (%s); cancelling the job",
                     dep.name, exc)  # fmt: skip
-        registry = JobRegistry(settings)
-        if registry.view(dep.name).is_live:
-            registry.cancel(dep.name)
+        if ops.registry.view(dep.name).is_live:
+            ops.registry.cancel(dep.name)
         return Outcome(f"suspended without a savepoint ({exc}); it resumes from its last "
                        "checkpoints")  # fmt: skip
     return Outcome(f"suspended to savepoint {name}", savepoint=name, savepoint_kind="suspend")
 
 
-def restart_from_checkpoint(settings: Settings, record: InFlight, save: Save,
+def restart_from_checkpoint(ops: Operations, record: InFlight, save: Save,
                             dep: Deployment) -> Outcome:  # fmt: skip
     try:
-        done = restarts.restart_job(settings, dep.name, "last-checkpoint", owner=record.owner,
+        done = restarts.restart_job(ops, dep.name, "last-checkpoint", owner=record.owner,
                                     health_timeout=HEALTH_TIMEOUT)  # fmt: skip
     except JobError as exc:
         raise JobError(f"restart of {dep.name} from its last checkpoint failed: {exc}") from exc
     return Outcome("restarted from its last checkpoint", driver=done.driver_id)
 
 
-def restart_from_savepoint(settings: Settings, record: InFlight, save: Save,
+def restart_from_savepoint(ops: Operations, record: InFlight, save: Save,
                            dep: Deployment) -> Outcome:  # fmt: skip
     name = record.detail["savepoint"]
-    intent = savepoint_restart.load_intent(settings, dep.name)
+    intent = savepoint_restart.load_intent(ops, dep.name)
     if intent is not None and intent.owner == record.owner and intent.finished:
         driver = intent.new_driver  # a pass killed after the restart ended
     else:
-        driver = restarts.restart_job(settings, dep.name, "savepoint", savepoint=name,
+        driver = restarts.restart_job(ops, dep.name, "savepoint", savepoint=name,
                                       owner=record.owner,
                                       health_timeout=HEALTH_TIMEOUT).driver_id  # fmt: skip
     return Outcome(f"restarted from savepoint {name} (restart_nonce {dep.restart_nonce})",
                    driver=driver, savepoint=name, savepoint_kind="restart")  # fmt: skip
 
 
-def periodic_savepoint(settings: Settings, record: InFlight, save: Save,
+def periodic_savepoint(ops: Operations, record: InFlight, save: Save,
                        dep: Deployment) -> Outcome:  # fmt: skip
     name = record.detail["savepoint"]
-    _savepoint(settings, record, save, dep.name, name, cancel=False)
+    _savepoint(ops, record, save, dep.name, name, cancel=False)
     return Outcome(f"periodic savepoint {name} taken", savepoint=name, savepoint_kind="periodic")
 
 
-def prune(settings: Settings, record: InFlight, save: Save, dep: Deployment) -> Outcome:
-    layout = settings.layout
+def prune(ops: Operations, record: InFlight, save: Save, dep: Deployment) -> Outcome:
+    layout = ops.layout
     protected = catalogue.protected_savepoints(layout)
     gone = []
     for name in record.detail.get("names", []):
@@ -263,7 +259,7 @@ def prune(settings: Settings, record: InFlight, save: Save, dep: Deployment) -> 
     return Outcome(f"pruned {len(gone)} savepoint(s): {', '.join(gone) or 'none'}")
 
 
-DEPLOYMENT_ACTIONS: dict[str, Callable[[Settings, InFlight, Save, Deployment], Outcome]] = {
+DEPLOYMENT_ACTIONS: dict[str, Callable[[Operations, InFlight, Save, Deployment], Outcome]] = {
     "deploy": deploy, "upgrade": upgrade_job, "suspend": suspend,
     "restart-last-checkpoint": restart_from_checkpoint,
     "restart-savepoint": restart_from_savepoint, "periodic-savepoint": periodic_savepoint,
@@ -271,15 +267,15 @@ DEPLOYMENT_ACTIONS: dict[str, Callable[[Settings, InFlight, Save, Deployment], O
 }  # fmt: skip
 
 
-def act_deployment(settings: Settings, record: InFlight, save: Save, dep: Deployment) -> Outcome:
-    return DEPLOYMENT_ACTIONS[record.action](settings, record, save, dep)
+def act_deployment(ops: Operations, record: InFlight, save: Save, dep: Deployment) -> Outcome:
+    return DEPLOYMENT_ACTIONS[record.action](ops, record, save, dep)
 
 
-def take_savepoint(settings: Settings, record: InFlight, save: Save,
+def take_savepoint(ops: Operations, record: InFlight, save: Save,
                    request: SavepointRequest) -> tuple[Outcome, float]:  # fmt: skip
     """A savepoint request's savepoint; the outcome and the savepoint's creation time."""
-    sp = _savepoint(settings, record, save, request.job, request.name, cancel=request.cancel)
-    manifest = catalogue.get_savepoint(settings.layout, request.name, job=request.job)
+    sp = _savepoint(ops, record, save, request.job, request.name, cancel=request.cancel)
+    manifest = ops.savepoints.get(request.name, request.job)
     what = " with cancel" if request.cancel else ""
     return Outcome(f"savepoint {request.name}{what} exported in "
                    f"{sp.answer.get('duration_s', '?')}s", savepoint=request.name), float(

@@ -40,8 +40,8 @@ from streamops.declarative.status import (
 )
 from streamops.declarative.store import Applied, Store
 from streamops.exceptions import StreamopsError
-from streamops.jobs import JobRegistry
-from streamops.settings import Settings
+from streamops.procedures.operations import Operations, World
+from streamops.procedures.world import operations
 from streamops.state.locks import file_lock
 from streamops.state.savepoints import catalogue
 
@@ -64,19 +64,20 @@ class PassResult:
         return not self.errors
 
 
-def reconcile_once(settings: Settings, *, only: str | None = None) -> PassResult:
-    """One pass over every resource (``only``: the deployment and requests of that job)."""
+def reconcile_once(world: World, *, only: str | None = None) -> PassResult:
+    """One pass over every resource (``only``: the deployment and requests of that job), on
+    the procedure kit's operations port of ``world`` (the real one of these settings)."""
     started, result = time.monotonic(), PassResult()
-    store = Store(settings.layout)
+    ops = operations(world)
+    store = Store(ops.layout)
     with file_lock(store.lock_file):
-        registry = JobRegistry(settings)
         for applied in store.list(SAVEPOINT_REQUEST):
             if only is None or applied.resource.job == only:  # type: ignore[union-attr]
-                _guard(result, applied, lambda a=applied: _request(settings, store, registry, a))
+                _guard(result, applied, lambda a=applied: _request(ops, store, a))
         for applied in store.list(DEPLOYMENT):
             if only is None or applied.name == only:
                 _guard(result, applied,
-                       lambda a=applied: _deployment(settings, store, registry, a))  # fmt: skip
+                       lambda a=applied: _deployment(ops, store, a))  # fmt: skip
     result.seconds = round(time.monotonic() - started, 3)
     return result
 
@@ -93,14 +94,14 @@ def _guard(result: PassResult, applied: Applied, run: Any) -> None:
 
 
 # --- deployments -----------------------------------------------------------------------
-def _deployment(settings: Settings, store: Store, registry: JobRegistry,
+def _deployment(ops: Operations, store: Store,
                 applied: Applied) -> list[tuple[str, str, str | None]]:  # fmt: skip
     done: list[tuple[str, str, str | None]] = []
     for _ in range(MAX_STEPS):
         current = store.get(DEPLOYMENT, applied.name)
         if current is None:
             break
-        action, error = _deployment_step(settings, store, registry, current)
+        action, error = _deployment_step(ops, store, current)
         if action.kind in (ActionKind.NONE, ActionKind.WAIT):
             if not done:
                 done.append((action.kind.value, action.reason, None))
@@ -111,12 +112,12 @@ def _deployment(settings: Settings, store: Store, registry: JobRegistry,
     return done
 
 
-def facts_for(settings: Settings, store: Store, registry: JobRegistry,
+def facts_for(ops: Operations, store: Store,
               applied: Applied) -> DeploymentFacts:  # fmt: skip
     """What the decision on a deployment looks at, observed now."""
     dep = applied.resource
     assert isinstance(dep, Deployment)
-    seen = observe(settings, [dep.name], with_savepoints={dep.name}, registry=registry)
+    seen = observe(ops.settings, [dep.name], with_savepoints={dep.name}, registry=ops.registry)
     requests = [a for a in store.list(SAVEPOINT_REQUEST)
                 if a.resource.job == dep.name  # type: ignore[union-attr]
                 and inflight.load(store, SAVEPOINT_REQUEST, a.name) is not None]  # fmt: skip
@@ -126,15 +127,15 @@ def facts_for(settings: Settings, store: Store, registry: JobRegistry,
         inflight=inflight.load(store, DEPLOYMENT, dep.name), cluster_up=seen.cluster_up,
         request_in_flight=requests[0].name if requests else None,
         savepoints=seen.savepoints.get(dep.name, []),
-        protected=set(catalogue.protected_savepoints(settings.layout)),
+        protected=set(catalogue.protected_savepoints(ops.layout)),
     )  # fmt: skip
 
 
-def _deployment_step(settings: Settings, store: Store, registry: JobRegistry,
+def _deployment_step(ops: Operations, store: Store,
                      applied: Applied) -> tuple[Action, str | None]:  # fmt: skip
     dep = applied.resource
     assert isinstance(dep, Deployment)
-    facts = facts_for(settings, store, registry, applied)
+    facts = facts_for(ops, store, applied)
     action, status = decide_deployment(facts), facts.status
     log.info("deployment %s (generation %d): %s: %s", dep.name, applied.generation,
              action.kind.value, action.reason)  # fmt: skip
@@ -158,7 +159,7 @@ def _deployment_step(settings: Settings, store: Store, registry: JobRegistry,
                                       action.reason)  # fmt: skip
     store.save_status(DEPLOYMENT, dep.name, status)
     try:
-        outcome = act.act_deployment(settings, record, lambda r: inflight.save(store, r), dep)
+        outcome = act.act_deployment(ops, record, lambda r: inflight.save(store, r), dep)
     except StreamopsError as exc:
         log.exception("deployment %s: %s failed", dep.name, record.action)
         outcome = act.Outcome(str(exc), failed=str(exc))
@@ -266,7 +267,7 @@ def _observed(status: DeploymentStatus, applied: Applied, job: JobSeen, action: 
 
 
 # --- savepoint requests ----------------------------------------------------------------
-def _request(settings: Settings, store: Store, registry: JobRegistry,
+def _request(ops: Operations, store: Store,
              applied: Applied) -> list[tuple[str, str, str | None]]:  # fmt: skip
     from streamops.declarative.resources import SavepointRequest
 
@@ -274,12 +275,12 @@ def _request(settings: Settings, store: Store, registry: JobRegistry,
     assert isinstance(req, SavepointRequest)
     record = inflight.load(store, SAVEPOINT_REQUEST, req.name)
     status = store.request_status(req.name)
-    seen = observe(settings, [req.job], registry=registry)
+    seen = observe(ops.settings, [req.job], registry=ops.registry)
     facts = RequestFacts(
         request=req, status=status, job=seen.job(req.job), deleting=applied.deleting,
         inflight=record, cluster_up=seen.cluster_up,
         deployment_busy=inflight.load(store, DEPLOYMENT, req.job) is not None,
-        name_taken=settings.layout.savepoint(req.name).is_dir(),
+        name_taken=ops.layout.savepoint(req.name).is_dir(),
     )  # fmt: skip
     action = decide_request(facts)
     log.info("savepoint request %s: %s: %s", req.name, action.kind.value, action.reason)
@@ -301,7 +302,7 @@ def _request(settings: Settings, store: Store, registry: JobRegistry,
     store.save_status(SAVEPOINT_REQUEST, req.name, status)
     error = None
     try:
-        outcome, created = act.take_savepoint(settings, record, lambda r: inflight.save(store, r),
+        outcome, created = act.take_savepoint(ops, record, lambda r: inflight.save(store, r),
                                               req)  # fmt: skip
     except StreamopsError as exc:
         error = str(exc)
