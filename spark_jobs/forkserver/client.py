@@ -7,8 +7,9 @@ on (:mod:`spark_jobs.forkserver.server`) sets this program as the Python of its 
 ``streamops-python -m MODULE ...`` beside that driver, it asks the driver's fork server to
 fork a process that has those imports done, passes it its stdin, stdout, stderr, arguments,
 environment and working directory, forwards the signals it gets to it and exits as it
-exits. Everywhere else (an executor, another program, a server that refuses or is gone),
-it becomes the real Python with ``exec``: the same command as before.
+exits (the executors of the same application on the driver's machine are served too).
+Everywhere else (another application's executor, another host, a server that refuses or
+is gone), it becomes the real Python with ``exec``: the same command as before.
 
 Environment: ``STREAMOPS_PYFORK`` the server's socket, ``STREAMOPS_PYFORK_PYTHON`` the real
 Python (default: the interpreter running this). Kept to the standard library: it runs once

@@ -14,9 +14,11 @@ workers as before, and ``streamops-python`` turns each start into a fork here.
 The server forks a child per accepted request, gives it the requester's stdin, stdout and
 stderr, environment, working directory and arguments, runs the module as ``python -m`` would
 (``runpy``), and reports the child's end (exit code or signal) to the requester, which exits
-the same way. A requester that dies (SIGKILL) takes its child with it. Requests from any
-other process (an executor beside the driver, since the executors run the same Python
-functions) are refused, and the requester runs the real Python instead. When the driver
+the same way. A requester that dies (SIGKILL) takes its child with it. Requests are served
+for the driver's JVM and for the executors of the same application on this machine and in
+this network namespace (``--app-id`` on their command line); any other process (another
+application's executor, another host sharing the kernel, another ``PYTHONHASHSEED``) is
+refused, and the requester runs the real Python instead. When the driver
 closes the server's stdin (or dies), the server stops its remaining children and exits.
 """
 

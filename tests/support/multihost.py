@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+import yaml
 from support.integration import wait_until
 from support.netns import Host, NetnsLab, wait_tcp
 from support.oracle import (
@@ -44,11 +45,13 @@ from streamops.settings import Settings
 from streamops.sim import read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import JobSpec, load_spec
+from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
 from streamops.state.checkpoint_cut import last_batch
 from streamops.state.layout import write_json_atomic
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 AGENT_PORT = 7070
+AIRFLOW_PORT = 8088  # on the master's host (a namespace of its own: no other program there)
 BETA_PORT = 8000
 WORKER_TIMEOUT_S = 10  # spark.worker.timeout: how soon the master declares a silent worker DEAD
 # Three cores a worker: a partition leaves the cut-off driver's executors holding their
@@ -140,6 +143,22 @@ class MultiHost:
         self.lab.spawn(host, argv, self.host_env(host), self.logs / f"agent-{host.name}.log")
         assert wait_tcp(host.address, AGENT_PORT, 60), f"the agent of {host.name} did not listen"
 
+    def start_airflow(self, port: int = AIRFLOW_PORT) -> AirflowStack:
+        """Airflow (its embedded PostgreSQL, api-server, scheduler, dag-processor, triggerer)
+        on the master's host at its address, started there as an operator would (``streamops
+        airflow start``); its tasks run there and reach the cluster at the hosts' addresses.
+        The stack returned is this process's view of it (its URL, login, stop)."""
+        master = self.hosts[MASTER_NAME]
+        env = {**self.host_env(master), "STREAMOPS_AIRFLOW_HOST": master.address,
+               "STREAMOPS_AIRFLOW_PORT": str(port)}  # fmt: skip
+        argv = [sys.executable, "-m", "streamops", "--state-root", str(self.state_root),
+                "airflow", "start"]  # fmt: skip
+        log = self.logs / "airflow-start.log"
+        started = self.lab.spawn(master, argv, env, log)
+        assert started.wait(timeout=900) == 0, f"airflow start failed: {log.read_text()[-3000:]}"
+        settings = self.settings.model_copy(update={"node_host": master.address})
+        return AirflowStack(settings, AirflowOptions(host=master.address, port=port))
+
     def alive_workers(self) -> list[str]:
         return sorted(w.host for w in MasterClient(self.settings).workers()
                       if w.state == "ALIVE")  # fmt: skip
@@ -184,6 +203,12 @@ class HostFleet:
                 "beta_url": f"{self.beta_base}/pings", "store_url": self.store_url}  # fmt: skip
         return base.model_copy(update={"name": self.job, "trigger_interval": "1 second",
                                        "args": args, **changes})  # fmt: skip
+
+    def spec_file(self, file: str = "fleet-pings.yaml", **changes: Any) -> Path:
+        """:meth:`spec` written to a YAML file of the shared directory (a DAG run's param)."""
+        path = self.work / f"{self.job}-{file}"
+        path.write_text(yaml.safe_dump(self.spec(file, **changes).model_dump(mode="json")))
+        return path
 
     def start_simulators(self) -> None:
         sim = self.cluster.hosts["sim"]

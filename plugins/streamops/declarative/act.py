@@ -1,7 +1,8 @@
-"""Act: carry out one decided action through the existing procedures. The one module of the
-declarative package that calls :mod:`streamops.procedures` (submit, upgrade with its plan and
-rollback, the savepoint with or without cancel, the restarts), so that it alone moves when
-the procedures are put together into one kit.
+"""Act: carry out one decided action through the procedure kit (:mod:`streamops.procedures`:
+the start, the upgrade with its plan and rollback, the savepoint with or without cancel, the
+restarts), on the operations port the reconcile pass gives it. The one module of the
+declarative package that runs procedures; :mod:`~streamops.declarative.reconcile` only makes
+the port.
 
 Every action runs over its :class:`~streamops.declarative.inflight.InFlight` record, which the
 reconcile saved before calling here, and resumes from it: the savepoints keep their

@@ -1,4 +1,5 @@
-"""The procedures' public entry points, in one place (the CLI's verbs, the reconcile loop):
+"""The procedures' public entry points, in one place (``streamops cancel`` imports them from
+here; the other verbs, the DAGs and the reconcile loop import each from its own module):
 each takes the settings or an operations port (:data:`~streamops.procedures.operations.World`)
 and runs its procedure whole, through the step runner, resuming an unfinished one of the
 same owner."""

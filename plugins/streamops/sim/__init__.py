@@ -1,4 +1,5 @@
-"""The fleet simulators of the seed lab: fleetsim-alpha (CSV files) and fleetsim-beta (HTTP).
+"""The simulators: the fleet-ping lab's fleetsim-alpha (CSV files) and fleetsim-beta (HTTP),
+the trade analyser's trades producer and the operator tutorial's transactions producer.
 
 Both draw deterministic GPS pings from a :class:`Fleet` and may append every record they
 emit to an oracle journal (:func:`read_journal`). Run them from a terminal with
@@ -8,7 +9,8 @@ emit to an oracle journal (:func:`read_journal`). Run them from a terminal with
     sim.start(); ...; sim.stop()
 
 The trades producer (``streamops sim trades``, :class:`TradeSimulator`) is fleetsim-beta's
-server with a market instead of a fleet. Names are imported lazily, so reading pings or a
+server with a market instead of a fleet; the transactions producer
+(:mod:`streamops.sim.transactions`) writes a store's journal table. Names are imported lazily, so reading pings or a
 journal does not import FastAPI.
 """
 

@@ -1,7 +1,8 @@
-"""The state root: the one module that owns the directory layout.
+"""The state root's directory layout, as the ops side and the drivers share it.
 
 Both the ops side (CLI, Airflow) and the job runtime inside the Spark driver import this
-module, so a path is spelled in exactly one place::
+module, so each of these paths is spelled in one place (the declarative store, the describe
+cache, the trades' data and the cluster's secrets name their own, under the root)::
 
     <root>/checkpoints/<job>/<stage>/          Spark checkpoint of one stage
     <root>/savepoints/<name>/manifest.json     savepoint manifest (+ stages/<stage>/)
