@@ -10,8 +10,8 @@ emit to an oracle journal (:func:`read_journal`). Run them from a terminal with
 
 The trades producer (``streamops sim trades``, :class:`TradeSimulator`) is fleetsim-beta's
 server with a market instead of a fleet; the transactions producer
-(:mod:`streamops.sim.transactions`) writes a store's journal table. Names are imported lazily, so reading pings or a
-journal does not import FastAPI.
+(:mod:`streamops.sim.transactions`) writes a store's journal table. Names are imported
+lazily, so reading pings or a journal does not import FastAPI.
 """
 
 from __future__ import annotations
