@@ -15,10 +15,12 @@ if ! java -version >/dev/null 2>&1; then
   exit 1
 fi
 
-# The Airflow UI test (tests/e2e/test_airflow_ui.py) drives Debian's Chromium headless; no
-# browser is downloaded. Installed here when missing, as root with apt-get (CI); elsewhere
-# install it yourself or the UI test is skipped. STREAMOPS_NO_CHROMIUM=1 skips this step.
-if [ -z "${STREAMOPS_NO_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 \
+# The page tests (tests/e2e/) drive Debian's Chromium headless; no browser is downloaded. Only
+# the test command needs it (scripts/test.sh sets STREAMOPS_WITH_CHROMIUM=1; `up` does not wait
+# for it): installed then when missing, as root with apt-get (CI); elsewhere install it
+# yourself or those tests are skipped. STREAMOPS_NO_CHROMIUM=1 skips this step.
+if [ -n "${STREAMOPS_WITH_CHROMIUM:-}" ] && [ -z "${STREAMOPS_NO_CHROMIUM:-}" ] \
+   && ! command -v chromium >/dev/null 2>&1 \
    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "bootstrap: installing Debian's chromium (for the Airflow UI test)" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -4,7 +4,7 @@
 # local Spark cluster, SQLite and PostgreSQL). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+STREAMOPS_WITH_CHROMIUM=1 bash scripts/bootstrap.sh
 .venv/bin/ruff check .
 .venv/bin/python scripts/import_cycles.py
 exec .venv/bin/pytest "$@"
