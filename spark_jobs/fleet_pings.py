@@ -172,7 +172,7 @@ def report_release(ctx: JobContext) -> str | None:
         return None
     release = classpath_release(ctx.spark)
     ctx.board.annotate(classpath_release=release)
-    started_at = float(ctx.board.snapshot().get("started_at") or 0.0)
+    started_at = float(ctx.board.snapshot().started_at or 0.0)
     engine = store.engine_for(str(ctx.args["store_url"]))
     store.record_release(engine, ctx.job, started_at, ctx.spec.version, release)
     log.info("job %s runs with classpath jar release %s", ctx.job, release)

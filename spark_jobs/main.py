@@ -203,12 +203,12 @@ def run(
         if keeper is not None:  # the lease it claimed at its start, with its application
             claimed = keeper.stop()
             ctx.lease = lease.heartbeat(
-                layout, dataclasses.replace(claimed, app_id=ctx.board.snapshot().get("app_id"))
+                layout, dataclasses.replace(claimed, app_id=ctx.board.snapshot().app_id)
             )
     ident = ctx.board.snapshot()
     log.info(
         "job %s v%s starting (driver %s, app %s)",
-        spec.name, spec.version, ident.get("driver_id"), ident.get("app_id"),
+        spec.name, spec.version, ident.driver_id, ident.app_id,
     )  # fmt: skip
     try:
         supervision.run(ctx, ctx.gate)
@@ -222,7 +222,7 @@ def run(
             log.error("job %s: %s; the job is FAILED and not relaunched", spec.name, reset)
             ctx.release_lease()
             return 0
-        if ctx.board.snapshot().get("state") != "FAILED":
+        if ctx.board.snapshot().state != "FAILED":
             ctx.board.set_state("FAILED", error=short_error(exc), stopped_at=time.time())
         raise
     finally:

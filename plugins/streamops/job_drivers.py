@@ -26,6 +26,7 @@ from typing import Any
 from streamops.cluster.client import DriverInfo
 from streamops.cluster.recovery import driver_app_names
 from streamops.job_view import LIVE_DRIVER_STATES
+from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout, read_json
 
 
@@ -45,9 +46,12 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def recorded_ids(layout: StateLayout, job: str, submitted: Iterable[dict[str, Any]]) -> set[str]:
     """Every driver id the job's own records name (its drivers, whatever their state)."""
     ids = {str(s["driver_id"]) for s in submitted if s.get("driver_id")}
-    for doc in (read_json(layout.status_file(job)), read_json(layout.hot_standby_file(job))):
-        if doc and doc.get("driver_id"):
-            ids.add(str(doc["driver_id"]))
+    running = read_status(layout, job).driver_id
+    if running:
+        ids.add(running)
+    hot = read_json(layout.hot_standby_file(job))
+    if hot and hot.get("driver_id"):
+        ids.add(str(hot["driver_id"]))
     ids |= {str(r["driver_id"]) for r in read_records(layout.drivers_file(job))
             if r.get("driver_id")}  # fmt: skip
     return ids

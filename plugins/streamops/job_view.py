@@ -5,7 +5,8 @@ matter to it: built by the registry (``streamops.jobs``), judged by the health v
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from streamops.state.job_status import JobStatus, StageStatus
 
 LIVE_DRIVER_STATES = frozenset({"SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN"})
 ENDED_DRIVER_STATES = frozenset({"FAILED", "ERROR", "KILLED", "FINISHED"})
@@ -25,13 +26,13 @@ class JobView:
     last_batch_age: float | None
     input_rows_per_second: float | None
     processed_rows_per_second: float | None
-    status: dict[str, Any] = field(default_factory=dict, repr=False)
+    status: JobStatus = field(default_factory=JobStatus, repr=False)  # its status.json
     standby: str | None = None  # a hot job's live standby driver ("driver-… armed")
     worker_address: str | None = None  # the worker's host:port as the master lists it
 
     @property
-    def stages(self) -> dict[str, dict[str, Any]]:
-        return self.status.get("stages") or {}
+    def stages(self) -> dict[str, StageStatus]:
+        return self.status.stages
 
     @property
     def healthy(self) -> bool:
@@ -39,10 +40,9 @@ class JobView:
         return (
             self.is_live
             and self.state == "RUNNING"
-            and self.status.get("state") == "RUNNING"
-            and self.status.get("driver_id") == self.driver_id
-            and bool(self.stages)
-            and all(s.get("ready") for s in self.stages.values())
+            and self.status.state == "RUNNING"
+            and self.status.driver_id == self.driver_id
+            and self.status.all_ready()
         )
 
     @property

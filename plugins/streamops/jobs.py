@@ -24,6 +24,7 @@ from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state import lease
+from streamops.state.job_status import JobStatus, read_status
 from streamops.state.layout import append_jsonl, read_json
 from streamops.state.lease import read_lease
 from streamops.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
@@ -38,7 +39,7 @@ def current_spec(settings: Settings, job: str) -> JobSpec:
     ]  # fmt: skip
     if not subs:
         raise JobNotFound(f"job {job} has no recorded submission; submit it first")
-    running = (read_json(settings.layout.status_file(job)) or {}).get("driver_id")
+    running = read_status(settings.layout, job).driver_id
     chosen = [s for s in subs if running and s.get("driver_id") == running] or [
         s for s in subs if not s.get("standby")
     ] or subs  # fmt: skip
@@ -80,32 +81,32 @@ class JobRegistry:
         """The job as the state root alone shows it, for when the master does not answer: live
         while its driver keeps the job's lease fresh (a driver heartbeats it every few
         seconds while it runs, whatever the master's fate)."""
-        status = read_json(self.layout.status_file(check_name("job", name))) or {}
+        status = read_status(self.layout, check_name("job", name))
         held = read_lease(self.layout, name)
         live = held is not None and held.fresh
-        last = _last_batch_at(status)
+        last = status.last_batch_at()
         return JobView(
             name=name,
-            version=status.get("version"),
-            state=str(status.get("state") or "UNKNOWN") if live else _not_running(status, held),
+            version=status.version,
+            state=str(status.state or "UNKNOWN") if live else _not_running(status, held),
             is_live=live,
             driver_id=held.holder if live and held else None,
             driver_state=None,
             worker=None,
             last_batch_age=round(time.time() - last, 1) if last else None,
-            input_rows_per_second=_rate(status, "input_rows_per_second"),
-            processed_rows_per_second=_rate(status, "processed_rows_per_second"),
+            input_rows_per_second=status.rate("input_rows_per_second"),
+            processed_rows_per_second=status.rate("processed_rows_per_second"),
             status=status,
         )
 
     def _view(self, name: str, master: dict[str, Any]) -> JobView:
-        status = read_json(self.layout.status_file(name)) or {}
+        status = read_status(self.layout, name)
         submitted = [
             s
             for s in read_submissions(self.layout.submissions_file(name))
             if s.get("event") == "submitted"
         ]
-        candidates = [c for c in (status.get("driver_id"),) if c]
+        candidates = [c for c in (status.driver_id,) if c]
         candidates += [
             s["driver_id"] for s in reversed(submitted)
             if s.get("driver_id") and not s.get("hot_standby")
@@ -122,20 +123,20 @@ class JobRegistry:
         )
         finished = next((d for c in candidates for d in done if d.id == c), None)
         state = _state(status, live, app_live, finished)
-        last = _last_batch_at(status)
+        last = status.last_batch_at()
         names = self._worker_names(master) if live and live.worker else None
         return JobView(
             name=name,
-            version=status.get("version") or (submitted[-1].get("version") if submitted else None),
+            version=status.version or (submitted[-1].get("version") if submitted else None),
             state=state,
             is_live=live is not None or app_live,
-            driver_id=live.id if live else (status.get("driver_id") if app_live else None),
+            driver_id=live.id if live else (status.driver_id if app_live else None),
             driver_state=(live or finished).state if (live or finished) else None,
             worker=names.name(live.worker) if live and names else None,
             worker_address=names.address(live.worker) if live and names else None,
             last_batch_age=round(time.time() - last, 1) if last else None,
-            input_rows_per_second=_rate(status, "input_rows_per_second"),
-            processed_rows_per_second=_rate(status, "processed_rows_per_second"),
+            input_rows_per_second=status.rate("input_rows_per_second"),
+            processed_rows_per_second=status.rate("processed_rows_per_second"),
             status=status,
             standby=self._standby(name, submitted, active, live.id if live else None),
         )
@@ -254,21 +255,16 @@ class JobRegistry:
     def failure_message(self, message: str, view: JobView, driver_id: str | None = None) -> str:
         """A failed wait's ``message`` and :meth:`failure_detail`, unless that detail is the
         job's recorded error and the message quotes it already."""
-        error = view.status.get("error")
-        if (
-            error
-            and view.status.get("driver_id") == (driver_id or view.driver_id)
-            and str(error)[:ERROR_CHARS] in message
-        ):
+        error = view.status.error_of(driver_id or view.driver_id)
+        if error and error[:ERROR_CHARS] in message:
             return message
         return f"{message}. {self.failure_detail(view, driver_id)}"
 
     def failure_detail(self, view: JobView, driver_id: str | None = None) -> str:
         """The job's recorded error, or the tail of the driver's stderr on its worker."""
-        if view.status.get("error") and view.status.get("driver_id") == (
-            driver_id or view.driver_id
-        ):
-            return f"Job error: {str(view.status['error'])[:ERROR_CHARS]}"
+        error = view.status.error_of(driver_id or view.driver_id)
+        if error:
+            return f"Job error: {error[:ERROR_CHARS]}"
         for path in sorted(self.layout.cluster_dir.glob(f"work/*/{driver_id or '-'}/stderr")):
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
             errors = [ln for ln in lines if "Error" in ln or "Exception" in ln][-5:]
@@ -360,32 +356,21 @@ class JobRegistry:
         )
 
 
-def _state(status: dict[str, Any], live: DriverInfo | None, app_live: bool,
+def _state(status: JobStatus, live: DriverInfo | None, app_live: bool,
            finished: DriverInfo | None) -> str:  # fmt: skip
     if live is not None:
-        if status.get("driver_id") == live.id and status.get("state"):
-            return str(status["state"])
+        if status.driver_id == live.id and status.state:
+            return status.state
         return "SUBMITTED" if live.state == "SUBMITTED" else "STARTING"
     if app_live:
         return "RELAUNCHING"
     if finished is not None:
         return finished.state
-    return str(status.get("state") or "NOT_SUBMITTED")
+    return str(status.state or "NOT_SUBMITTED")
 
 
-def _not_running(status: dict[str, Any], held: Any) -> str:
+def _not_running(status: JobStatus, held: Any) -> str:
     """The state of a job whose lease no driver keeps fresh: its last status, and the lease's."""
-    last = status.get("state")
+    last = status.state
     lease = f"lease of {held.holder} expired" if held is not None else "no lease"
     return f"NOT RUNNING ({lease}{f', last {last}' if last else ''})"
-
-
-def _last_batch_at(status: dict[str, Any]) -> float | None:
-    times = [s.get("last_batch_at") for s in (status.get("stages") or {}).values()]
-    times = [t for t in times if t]
-    return max(times) if times else None
-
-
-def _rate(status: dict[str, Any], key: str) -> float | None:
-    values = [s.get(key) for s in (status.get("stages") or {}).values() if s.get(key) is not None]
-    return round(sum(values), 1) if values else None

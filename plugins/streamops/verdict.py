@@ -78,7 +78,7 @@ def health_verdict(seen: Observation) -> Verdict:
     """
     view, since = seen.view, seen.since_driver
     status = view.status
-    own = since is None or status.get("driver_id") == since
+    own = since is None or status.driver_id == since
     if view.healthy and own:
         return Verdict(
             Outcome.HEALTHY,
@@ -89,17 +89,17 @@ def health_verdict(seen: Observation) -> Verdict:
             f"job {view.name}: driver {since} died during its start and is being relaunched"
             f"{_error_of(view, since)}"
         )
-    if since and own and status.get("state") == "FAILED":
+    if since and own and status.state == "FAILED":
         return _failed(
             f"job {view.name} failed on start (driver {since}): "
-            f"{str(status.get('error') or 'no error recorded')[:ERROR_CHARS]}"
+            f"{(status.error or 'no error recorded')[:ERROR_CHARS]}"
         )
     if since and view.is_live and view.driver_id not in (None, since):
         return _another_driver(seen, since)
     if view.ended:
         return _failed(
             f"job {view.name} did not become healthy: driver "
-            f"{since or status.get('driver_id') or '?'} ended {view.driver_state}"
+            f"{since or status.driver_id or '?'} ended {view.driver_state}"
         )
     return Verdict(Outcome.WAITING, f"job {view.name} not healthy yet: {progress(view)}")
 
@@ -120,11 +120,11 @@ def _another_driver(seen: Observation, since: str) -> Verdict:
             f"driver {since} is still live",
         )
     status = view.status
-    started = status.get("started_at") if status.get("driver_id") == view.driver_id else None
+    started = status.started_at if status.driver_id == view.driver_id else None
     if (
         started is not None
         and seen.since_submitted_at is not None
-        and float(started) < seen.since_submitted_at
+        and started < seen.since_submitted_at
     ):
         return _failed(
             f"job {view.name}: driver {since} is gone while driver {view.driver_id}, started "
@@ -143,14 +143,13 @@ def _failed(message: str) -> Verdict:
 
 def _error_of(view: JobView, driver_id: str) -> str:
     """``": <error>"`` if the status holds the error ``driver_id`` recorded, else ``""``."""
-    if view.status.get("driver_id") != driver_id or not view.status.get("error"):
-        return ""
-    return f": {str(view.status['error'])[:ERROR_CHARS]}"
+    error = view.status.error_of(driver_id)
+    return f": {error[:ERROR_CHARS]}" if error else ""
 
 
 def stage_batches(view: JobView) -> str:
     """Each stage's last batch id, e.g. ``vehicles=3, vehicle-stats-1m=None``."""
-    return ", ".join(f"{n}={s.get('batch_id')}" for n, s in view.stages.items()) or "none"
+    return ", ".join(f"{n}={s.batch_id}" for n, s in view.stages.items()) or "none"
 
 
 def progress(view: JobView) -> str:

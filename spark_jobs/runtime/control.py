@@ -19,7 +19,7 @@ from spark_jobs.runtime.protocols import RunningJob
 from spark_jobs.runtime.savepointing import drain, stage_entry
 from streamops.state import control
 from streamops.state.checkpoint_cut import last_batch
-from streamops.state.layout import read_json
+from streamops.state.job_status import read_status
 from streamops.state.savepoints.create import create_savepoint
 from streamops.state.savepoints.manifest import Manifest
 
@@ -112,13 +112,13 @@ class ControlLoop:
         every stage, or ``wait_s`` passed: this JVM's and its executors' teardown then does
         not compete with the successor's first batches for the cluster's cores."""
         ctx = self.ctx
-        mine = ctx.board.snapshot().get("driver_id")
+        mine = ctx.board.snapshot().driver_id
         started = time.monotonic()
         while time.monotonic() - started < wait_s:
-            status = read_json(ctx.layout.status_file(ctx.job)) or {}
-            if status.get("driver_id") != mine and status.get("state") not in (None, "STARTING"):
+            status = read_status(ctx.layout, ctx.job)
+            if status.driver_id != mine and status.state not in (None, "STARTING"):
                 log.info("control: the next driver %s runs (%s) after %.1fs; shutting down",
-                         status.get("driver_id"), status.get("state"),
+                         status.driver_id, status.state,
                          time.monotonic() - started)  # fmt: skip
                 return
             time.sleep(0.2)
@@ -143,7 +143,7 @@ class ControlLoop:
         manifest = create_savepoint(
             ctx.layout, str(request.name), job=ctx.job, version=ctx.spec.version,
             stage_dirs=checkpoints, stage_entries=entries,
-            created_by=ctx.board.snapshot().get("driver_id"), cancel=request.cancel,
+            created_by=ctx.board.snapshot().driver_id, cancel=request.cancel,
             from_savepoint=ctx.from_savepoint,
             # with cancel the job waits anyway: full checksums; else keep the pause short
             checksum="sha256" if request.cancel else "size",

@@ -33,7 +33,7 @@ class LeaseFence:
     @property
     def holder(self) -> str:
         ident = self.board.snapshot()
-        return str(ident.get("driver_id") or f"{ident['host']}:{ident['pid']}")
+        return str(ident.driver_id or f"{ident.host}:{ident.pid}")
 
     def acquire(self, wait: float | None = None) -> None:
         """Take the job's lease; wait out a stale holder (a relaunch after a crash)."""
@@ -42,7 +42,7 @@ class LeaseFence:
         while True:
             try:
                 self.lease = lease.acquire(self.layout, self.job, self.holder,
-                                           app_id=self.board.snapshot().get("app_id"),
+                                           app_id=self.board.snapshot().app_id,
                                            superseded=self.superseded)  # fmt: skip
                 log.info("job %s: lease epoch %s taken by %s", self.job, self.lease.epoch,
                          self.holder)  # fmt: skip
@@ -57,7 +57,7 @@ class LeaseFence:
                 time.sleep(0.25)
 
     def superseded(self, held: lease.Lease) -> bool:
-        return superseded(self.layout, held, self.board.snapshot().get("driver_id"))
+        return superseded(self.layout, held, self.board.snapshot().driver_id)
 
     def check(self) -> None:
         if self.lease is not None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from spark_jobs.runtime.superseded import superseded
 from streamops.hosts import this_host
 from streamops.state import lease
+from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger("spark_jobs.hot_roles")
@@ -81,9 +82,9 @@ def decide(held: lease.Lease | None, holder_live: bool, submitted_as_standby: bo
 def primary_running(layout: StateLayout, job: str, version: str, held: lease.Lease) -> bool:
     """Whether ``held``'s holder runs ``version`` (every stage committed a batch or found
     nothing to do): a standby started earlier would slow its first batches."""
-    status = read_json(layout.status_file(job)) or {}
-    own = (status.get("driver_id"), f"{status.get('host')}:{status.get('pid')}")
-    return (status.get("state") == "RUNNING" and status.get("version") == version
+    status = read_status(layout, job)
+    own = (status.driver_id, f"{status.host}:{status.pid}")
+    return (status.state == "RUNNING" and status.version == version
             and held.holder in own)  # fmt: skip
 
 

@@ -156,7 +156,7 @@ def stand_by(
     prepare_reads(ctx)
     ident = ctx.board.snapshot()
     doc = {
-        "driver_id": ident.get("driver_id"), "app_id": ident.get("app_id"),
+        "driver_id": ident.driver_id, "app_id": ident.app_id,
         "version": ctx.spec.version, "host": this_host(), "pid": os.getpid(),
         "worker_dir": str(Path.cwd().parent), "behind": behind.holder, "epoch": behind.epoch,
         "executors": executors, "rehearsal_failed": (rehearsal or {}).get("failed") or None,
@@ -184,14 +184,14 @@ def watch(ctx: JobContext, behind: lease.Lease, poll: float = POLL_S) -> None:
             raise Dismissed(f"driver {behind.holder} gave the job's lease up (a clean stop)")
         if (held.epoch, held.holder) != (behind.epoch, behind.holder):
             raise Dismissed(f"job {job} passed to driver {held.holder} (epoch {held.epoch})")
-        own = ctx.board.snapshot().get("driver_id")
+        own = ctx.board.snapshot().driver_id
         if (held.fresh and not lease.holder_gone(held)
                 and not superseded(layout, held, own)):  # fmt: skip
             time.sleep(poll)
             continue
         silent = time.time() - held.heartbeat_at
         try:
-            app_id = ctx.board.snapshot().get("app_id")
+            app_id = ctx.board.snapshot().app_id
             ctx.lease = lease.acquire(layout, job, ctx.holder, app_id=app_id,
                                       superseded=lambda h, own=own: superseded(layout, h, own))
         except lease.Fenced:  # the relaunched driver was quicker: it runs the job
@@ -211,6 +211,6 @@ def report_failure(ctx: JobContext, exc: BaseException) -> None:
               "it is submitted again (any restart, upgrade or `streamops submit`): %s",
               ctx.job, error)  # fmt: skip
     ident = ctx.board.snapshot()
-    doc = {"driver_id": ident.get("driver_id"), "pid": os.getpid(), "failed": error,
+    doc = {"driver_id": ident.driver_id, "pid": os.getpid(), "failed": error,
            "at": time.time()}  # fmt: skip
     write_json_atomic(ctx.layout.hot_standby_file(ctx.job), doc)

@@ -29,7 +29,8 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.runtime.warmup import executor_count
 from streamops.cluster.client import MasterClient
-from streamops.state.layout import StateLayout, read_json
+from streamops.state.job_status import read_status
+from streamops.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.placement")
 
@@ -60,7 +61,7 @@ def placement(client: MasterClient, primary_driver: str, own_driver: str) -> Pla
 
 def locate(client: MasterClient, layout: StateLayout, job: str) -> Placement:
     """Where the job's running driver (its status's) and this driver run."""
-    primary = (read_json(layout.status_file(job)) or {}).get("driver_id")
+    primary = read_status(layout, job).driver_id
     return placement(client, str(primary), own_driver_id())
 
 

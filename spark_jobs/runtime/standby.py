@@ -69,8 +69,8 @@ def warm_up(
         {
             "token": token,
             "version": spec.version,
-            "driver_id": ident.get("driver_id"),
-            "app_id": ident.get("app_id"),
+            "driver_id": ident.driver_id,
+            "app_id": ident.app_id,
             "stages": stages,
             "executors": count,
             "rehearsal": rehearsal,

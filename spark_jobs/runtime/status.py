@@ -18,48 +18,47 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from spark_jobs.sources.source_state import merge_states
+from streamops.state.job_status import JobStatus, LastFailure, StageStatus
 from streamops.state.layout import StateLayout, append_jsonl, write_json_atomic
 
 log = logging.getLogger("spark_jobs.status")
 
 
 class StatusBoard:
-    """The job's status document, kept in memory and written atomically on each change."""
+    """The job's status document (:class:`~streamops.state.job_status.JobStatus`), kept in
+    memory and written atomically on each change. Every field set is checked against the
+    document's types, and a name the document does not declare is refused."""
 
     def __init__(self, layout: StateLayout, job: str, identity: dict[str, Any]) -> None:
         self.layout = layout
         self.job = job
         self._lock = threading.Lock()
-        self._doc: dict[str, Any] = {
-            "job": job,
-            "state": "STARTING",
-            "started_at": time.time(),
-            "stages": {},
-            **identity,
-        }
+        self._status = JobStatus(job=job, state="STARTING", started_at=time.time(), stages={})
+        self._status.update(**identity)
         self._late: dict[str, int] = {}
         self._sealed = False
 
     def set_state(self, state: str, **extra: Any) -> None:
         with self._lock:
-            self._doc.update(state=state, **extra)
+            self._status.update(state=state, **extra)
             self._flush()
 
     def identify(self, **fields: Any) -> None:
         """Change who this run is (e.g. ``from_savepoint``); written with the next change, so
         a warm standby writes nothing before it holds the lease."""
         with self._lock:
-            self._doc.update(fields)
+            self._status.update(**fields)
 
     def annotate(self, **fields: Any) -> None:
         """Add job-level facts to the status (e.g. ``classpath_release``)."""
         with self._lock:
-            self._doc.update(fields)
+            self._status.update(**fields)
             self._flush()
 
     def declare_stage(self, stage: str, **info: Any) -> None:
         with self._lock:
-            self._doc["stages"].setdefault(stage, {"batch_id": None, **info})
+            if stage not in self._status.stages:
+                self._update_stage(stage, **info)
             self._flush()
 
     def record_idle(self, stage: str) -> None:
@@ -68,10 +67,10 @@ class StatusBoard:
         Reported after every such trigger; the file is rewritten only when the stage turns
         idle (``idle_at``, the last report, is for the drain in this process)."""
         with self._lock:
-            entry = self._doc["stages"].setdefault(stage, {"batch_id": None})
+            entry = self._status.stages.get(stage) or StageStatus()
             now = time.time()
-            turned_idle = not (entry.get("ready") and entry.get("idle_since"))
-            entry.update(ready=True, idle_since=entry.get("idle_since") or now, idle_at=now)
+            turned_idle = not (entry.ready and entry.idle_since)
+            self._update_stage(stage, ready=True, idle_since=entry.idle_since or now, idle_at=now)
             if turned_idle:
                 self._maybe_running()
                 self._flush()
@@ -79,13 +78,19 @@ class StatusBoard:
     def idle_at(self, stage: str) -> float | None:
         """When ``stage`` last ran a trigger that found no new data (None: never)."""
         with self._lock:
-            value = (self._doc["stages"].get(stage) or {}).get("idle_at")
+            entry = self._status.stages.get(stage)
+            value = entry.idle_at if entry else None
             return float(value) if value else None
 
+    def _update_stage(self, stage: str, **fields: Any) -> None:
+        """Set fields of ``stage``'s entry, made (with no batch yet) if it has none."""
+        entry = self._status.stages.get(stage) or StageStatus(batch_id=None)
+        entry.update(**fields)
+        self._status.stages[stage] = entry
+
     def _maybe_running(self) -> None:
-        stages = self._doc["stages"].values()
-        if self._doc["state"] == "STARTING" and stages and all(s.get("ready") for s in stages):
-            self._doc["state"] = "RUNNING"
+        if self._status.state == "STARTING" and self._status.all_ready():
+            self._status.state = "RUNNING"
 
     def record_progress(self, progress: dict[str, Any]) -> None:
         stage = progress.get("name") or "?"
@@ -97,16 +102,16 @@ class StatusBoard:
             self._late[stage] = self._late.get(stage, 0) + late_now
             entry = summarize(progress)
             entry.update(late_rows=self._late[stage], ready=True, idle_since=None)
-            self._doc["stages"][stage] = {**self._doc["stages"].get(stage, {}), **entry}
+            self._update_stage(stage, **entry)
             self._maybe_running()
             self._flush()
             append_jsonl(
                 self.layout.status_history(self.job),
                 {
                     "stage": stage,
-                    "state": self._doc["state"],
-                    "version": self._doc.get("version"),
-                    "driver_id": self._doc.get("driver_id"),
+                    "state": self._status.state,
+                    "version": self._status.version,
+                    "driver_id": self._status.driver_id,
                     **entry,
                 },  # fmt: skip
             )
@@ -116,9 +121,12 @@ class StatusBoard:
         when the error is transient): counted in ``failed_batches`` with the last error, for
         the dashboard's metrics (the count restarts with the driver, as ``late_rows`` does)."""
         with self._lock:
-            entry = self._doc["stages"].setdefault(stage, {"batch_id": None})
-            entry["failed_batches"] = int(entry.get("failed_batches") or 0) + 1
-            entry["last_failure"] = {"at": time.time(), "error": error[:500]}
+            entry = self._status.stages.get(stage) or StageStatus()
+            self._update_stage(
+                stage,
+                failed_batches=entry.failed_batches + 1,
+                last_failure=LastFailure(at=time.time(), error=error[:500]),
+            )
             self._flush()
 
     def refresh_sources(self) -> None:
@@ -128,8 +136,8 @@ class StatusBoard:
         while no batch commits."""
         merged = merge_states(self.layout.sources_state_dir(self.job))
         with self._lock:
-            if merged != self._doc.get("sources_state", {}):
-                self._doc["sources_state"] = merged
+            if merged != self._status.sources_state:
+                self._status.sources_state = merged
                 self._flush()
 
     def seal(self) -> None:
@@ -139,15 +147,16 @@ class StatusBoard:
         with self._lock:
             self._sealed = True
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> JobStatus:
+        """A copy of the document as it stands."""
         with self._lock:
-            return json.loads(json.dumps(self._doc, default=str))
+            return self._status.model_copy(deep=True)
 
     def _flush(self) -> None:
         if self._sealed:
             return
-        self._doc["updated_at"] = time.time()
-        write_json_atomic(self.layout.status_file(self.job), self._doc)
+        self._status.updated_at = time.time()
+        write_json_atomic(self.layout.status_file(self.job), self._status.to_json())
 
 
 def summarize(progress: dict[str, Any]) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def _resumed_at(job: RunningJob, stage: str) -> dict[str, Any]:
 
 def _run_hook(job: RunningJob, hook: Callable[[Any], object]) -> None:
     deadline = time.monotonic() + HOOK_DELAY_S
-    while job.board.snapshot().get("state") == "STARTING" and time.monotonic() < deadline:
+    while job.board.snapshot().state == "STARTING" and time.monotonic() < deadline:
         time.sleep(0.2)
     try:
         job.fence.check()

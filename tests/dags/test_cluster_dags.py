@@ -80,7 +80,7 @@ def test_cluster_dags_end_to_end(
 
         timed("cluster_restart r1→r2", "cluster_restart", {"release": "r2"})
         assert registry.view(JOB).healthy
-        wait_until(lambda: registry.view(JOB).status.get("classpath_release") == "r2", 120,
+        wait_until(lambda: registry.view(JOB).status.classpath_release == "r2", 120,
                    "the job to report classpath release r2")  # a start-up hook, asynchronous
         fleet.end_data()
         settle_and_check(fleet)

@@ -52,7 +52,7 @@ def test_scale_and_full_restart_switching_the_jar_release(
 
     with FleetRun(spark_cluster, tmp_path, job=JOB, max_pings=18000) as run:
         run.submit()
-        wait_until(lambda: registry.view(JOB).status.get("classpath_release") == "r1", 120,
+        wait_until(lambda: registry.view(JOB).status.classpath_release == "r1", 120,
                    "the job to report classpath release r1")
 
         measured("scale 2→3", lambda: scale.scale_to(settings, 3))
@@ -64,13 +64,13 @@ def test_scale_and_full_restart_switching_the_jar_release(
         measured("restart r1→r2", lambda: cluster_restart.restart(settings, "r2"))
         assert ReleaseStore(settings).active() == "r2"
         assert registry.view(JOB).healthy
-        wait_until(lambda: registry.view(JOB).status.get("classpath_release") == "r2", 120,
+        wait_until(lambda: registry.view(JOB).status.classpath_release == "r2", 120,
                    "the job to report classpath release r2")  # a start-up hook, asynchronous
         intent = cluster_restart.load_intent(settings)
         assert intent is not None and intent.phase == "done" and intent.restored == [JOB]
 
         measured("restart r2→r1", lambda: cluster_restart.restart(settings, "r1"))
-        wait_until(lambda: registry.view(JOB).status.get("classpath_release") == "r1", 120,
+        wait_until(lambda: registry.view(JOB).status.classpath_release == "r1", 120,
                    "the job to report classpath release r1")
         assert releases_in_output(run.store_url)[-3:] == ["r1", "r2", "r1"]
 

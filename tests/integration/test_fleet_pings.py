@@ -62,7 +62,7 @@ def assert_duplicate_driver_is_fenced(
     logs = list(settings.layout.cluster_dir.glob(f"work/*/{duplicate}/stdout"))
     assert logs and "already run by driver" in logs[0].read_text()
     view = cluster.registry.view(spec.name)
-    assert view.driver_id == driver and view.status["driver_id"] == driver
+    assert view.driver_id == driver and view.status.driver_id == driver
     held = lease.read_lease(settings.layout, spec.name)
     assert held is not None and held.holder == driver
 
@@ -135,9 +135,9 @@ def test_fleet_pings_matches_the_oracle(
         assert quarantined.ok, quarantined.summary()
 
         status = registry.view(job).status
-        assert status["stages"]["vehicle-stats-1m"]["late_rows"] == 0
-        assert status["stages"]["vehicle-stats-1m"]["watermark"]
-        assert {"vehicles", "vehicle-stats-1m"} == set(status["stages"])
+        assert status.stages["vehicle-stats-1m"].late_rows == 0
+        assert status.stages["vehicle-stats-1m"].watermark
+        assert {"vehicles", "vehicle-stats-1m"} == set(status.stages)
     finally:
         alpha.stop()
         beta.stop()

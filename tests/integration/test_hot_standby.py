@@ -84,7 +84,7 @@ def both_drivers_lost(cluster: ClusterHandle, standby: dict[str, Any], dead: lis
     view = registry.view(JOB)
     held = lease.read_lease(cluster.settings.layout, JOB)
     assert held is not None and lease.alive(held), held
-    assert held.holder == view.driver_id == view.status["driver_id"], describe()
+    assert held.holder == view.driver_id == view.status.driver_id, describe()
     assert held.holder not in (primary, standby["driver_id"]), held  # a relaunch
     assert drivers(cluster).get(held.holder), "the holder is not a driver the master runs"
     time.sleep(3)  # a second primary would have committed by now (a batch every second)
@@ -181,8 +181,8 @@ def test_hot_standby_takes_over(spark_cluster: ClusterHandle, tmp_path: Path) ->
                                    interval=0.2, describe=describe)  # fmt: skip
             status = registry.view(JOB).status
             print(f"hot standby: every stage committed again {recovered:.1f}s after the kill")
-            assert status["driver_id"] == standby["driver_id"], describe()
-            assert status["took_over_from"] == primary
+            assert status.driver_id == standby["driver_id"], describe()
+            assert status.took_over_from == primary
             saving.check_whole_or_nothing()
             rearmed = arm_apart(cluster, since=killed_at)  # the relaunched driver, or the
             # standby it submitted in its place (it has no spare executor)

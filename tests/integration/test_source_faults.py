@@ -29,6 +29,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -54,6 +55,7 @@ from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import load_spec
 from streamops.state.checkpoint_cut import last_batch
+from streamops.state.job_status import JobStatus
 from streamops.state.lease import read_lease
 
 pytestmark = pytest.mark.integration
@@ -67,14 +69,12 @@ STAGES = {"vehicles", "vehicle-stats-1m"}
 
 def stage_batches(cluster: ClusterHandle) -> dict[str, int]:
     view = cluster.registry.view(JOB)
-    return {n: int(s.get("batch_id") or -1) for n, s in view.stages.items()}
+    return {n: int(s.batch_id or -1) for n, s in view.stages.items()}
 
 
-def beta_state(status: dict[str, object]) -> dict[str, object]:
+def beta_state(status: JobStatus) -> dict[str, Any]:
     """fleetsim-beta's entry in ``sources_state`` ({} when its readers reported nothing)."""
-    states = status.get("sources_state") or {}
-    assert isinstance(states, dict)
-    return states.get("fleetsim-beta") or {}
+    return status.sources_state.get("fleetsim-beta") or {}
 
 
 def committed(cluster: ClusterHandle) -> dict[str, dict[str, object]]:
@@ -253,9 +253,9 @@ def test_faults_from_outside(
         beta.start(max_pings=50)
         new_stream = beta.head()["stream"]
         assert new_stream != stream
-        wait_until(lambda: registry.view(JOB).status.get("state") == "FAILED", 120,
+        wait_until(lambda: registry.view(JOB).status.state == "FAILED", 120,
                    "the job to fail on the replaced stream", describe=describe)  # fmt: skip
-        error = str(registry.view(JOB).status.get("error"))
+        error = str(registry.view(JOB).status.error)
         assert f"committed offset is sequence {final_beta} of stream {stream}" in error, error
         assert new_stream in error and "restart_from_earliest" in error
         wait_until(lambda: not registry.view(JOB).is_live, 60,

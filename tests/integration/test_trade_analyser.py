@@ -33,6 +33,7 @@ from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
 from streamops.state.checkpoint_cut import last_batch
+from streamops.state.job_status import StageStatus
 from streamops.state.savepoints import catalogue
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -114,7 +115,8 @@ def test_v1_upgraded_to_v2_then_the_cluster_restarted(
             )
             assert result.ok, result.summary()
         late = {
-            name: (registry.view(JOB).stages.get(name) or {}).get("late_rows") for name in stages
+            name: (registry.view(JOB).stages.get(name) or StageStatus()).late_rows
+            for name in stages
         }
         assert all(not n for n in late.values()), late  # in-order event times: nothing late
     finally:

@@ -66,7 +66,7 @@ def test_savepoint_upgrade_and_rollback(spark_cluster: ClusterHandle, tmp_path: 
         # v2's driver and executors started with the session's class archives mapped
         archives, view = ClassArchives.of(settings), registry.view(JOB)
         driver = pids_with_args("DriverWrapper", f"{view.driver_id}/")
-        executors = pids_with_args("CoarseGrainedExecutorBackend", str(view.status["app_id"]))
+        executors = pids_with_args("CoarseGrainedExecutorBackend", str(view.status.app_id))
         assert driver and all(maps_file(pid, archives.path("driver")) for pid in driver)
         assert executors and all(maps_file(p, archives.path("executor")) for p in executors)
         positions = earliest_positions(catalogue.get_savepoint(settings.layout, outcome.savepoint))

@@ -63,6 +63,7 @@ from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.stack.class_training import train_class_archives
 from streamops.stack.local_cluster import LocalCluster
+from streamops.state.job_status import read_status
 from streamops.state.layout import read_json
 
 JOB = "fleet-bench-failover"
@@ -84,7 +85,7 @@ def driver_jvm(settings: Settings) -> tuple[int, str]:
 
 
 def executor_jvm(settings: Settings) -> int:
-    app = JobRegistry(settings).view(JOB).status.get("app_id")
+    app = JobRegistry(settings).view(JOB).status.app_id
     ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     for line in ps.splitlines():
         if "CoarseGrainedExecutorBackend" in line and app and app in line:
@@ -137,7 +138,7 @@ CPU = CpuSampler()
 def timeline(root: Path, settings: Settings, t0: float, until: float) -> list[str]:
     """The relaunched driver's log lines between the kill and ``until``, seconds from the kill."""
     view = JobRegistry(settings).view(JOB)
-    driver, app = view.driver_id, view.status.get("app_id")
+    driver, app = view.driver_id, view.status.app_id
     files = [p for name in ("stderr", "stdout") for p in root.glob(f"**/{driver}/{name}")]
     files += sorted(root.glob(f"**/{app}/*/stderr")) if app else []  # its executors
     out = [f"          timeline of {driver} (logs: {', '.join(map(str, files)) or 'none'}):"]
@@ -211,25 +212,25 @@ def taken_over(settings: Settings, t0: float, old_driver: str | None) -> float:
     """Seconds until the job's status says the standby took it over from ``old_driver``."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        status = read_json(settings.layout.status_file(JOB)) or {}
-        if status.get("took_over_from") == old_driver and status.get("driver_id") != old_driver:
+        status = read_status(settings.layout, JOB)
+        if status.took_over_from == old_driver and status.driver_id != old_driver:
             return time.time() - t0
         time.sleep(0.05)
     return float("nan")
 
 
 def beta_state(settings: Settings) -> str:
-    status = read_json(settings.layout.status_file(JOB)) or {}
-    return str(((status.get("sources_state") or {}).get("fleetsim-beta") or {}).get("state"))
+    status = read_status(settings.layout, JOB)
+    return str((status.sources_state.get("fleetsim-beta") or {}).get("state"))
 
 
 def beta_committed(settings: Settings) -> int:
     """The lowest beta sequence every stage has committed (from the status)."""
     seqs = [
-        int((src.get("end_offset") or {}).get("sequence") or 0)
+        int(src.end_offset.get("sequence") or 0)
         for st in JobRegistry(settings).view(JOB).stages.values()
-        for src in st.get("sources") or []
-        if "sequence" in (src.get("end_offset") or {})
+        for src in st.sources
+        if isinstance(src.end_offset, dict) and "sequence" in src.end_offset
     ]
     return min(seqs) if seqs else 0
 
@@ -306,7 +307,7 @@ def fault(
         recovery = wait_recovered(settings, t0, stages)
     line = f"{kind:9s} detected {detected:5.1f} s  recovered {recovery:5.1f} s"
     if view.standby:
-        took = JobRegistry(settings).view(JOB).status.get("took_over_from")
+        took = JobRegistry(settings).view(JOB).status.took_over_from
         line += f"  (taken over by the standby: {took == view.driver_id})"
     return line
 

@@ -24,6 +24,7 @@ from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
+from streamops.state.job_status import StageStatus
 from streamops.state.savepoints import catalogue
 
 
@@ -38,7 +39,7 @@ def bench_one(settings: Settings, keys: int, repeat: int, trickle: int) -> str:
     registry = JobRegistry(settings)
     submit_job(spec, settings, wait_healthy=600)
     deadline = time.monotonic() + 600
-    while (registry.view(job).stages.get("counts", {}).get("state_rows") or 0) < keys:
+    while (registry.view(job).stages.get("counts") or StageStatus()).state_rows < keys:
         if time.monotonic() > deadline:
             raise SystemExit(f"{job}: state never reached {keys} keys")
         time.sleep(1)

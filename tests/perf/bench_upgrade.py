@@ -52,8 +52,9 @@ def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: 
         seen = [
             {
                 k: v
-                for src in st.get("sources") or []
-                for k, v in (src.get("end_offset") or {}).items()
+                for src in st.sources
+                if isinstance(src.end_offset, dict)
+                for k, v in src.end_offset.items()
             }
             for st in stages
         ]

@@ -43,13 +43,13 @@ def wait_until(
 def describe_job(view: JobView) -> str:
     """One line on a job for a failure message: state, driver, error, per-stage progress."""
     stages = "; ".join(
-        f"{name}: batch {info.get('batch_id')} at {source_positions(view).get(name)}"
+        f"{name}: batch {info.batch_id} at {source_positions(view).get(name)}"
         for name, info in view.stages.items()
     )
     return (
         f"job {view.name} v{view.version} {view.state} (driver {view.driver_id} "
         f"{view.driver_state}, last batch {view.last_batch_age}s ago, error "
-        f"{str(view.status.get('error'))[:500]}); {stages or 'no stages'}"
+        f"{str(view.status.error)[:500]}); {stages or 'no stages'}"
     )
 
 
@@ -58,8 +58,9 @@ def source_positions(view: JobView) -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     for stage, info in view.stages.items():
         merged: dict[str, object] = {}
-        for src in info.get("sources") or []:
-            merged.update(src.get("end_offset") or {})
+        for src in info.sources:
+            if isinstance(src.end_offset, dict):
+                merged.update(src.end_offset)
         out[stage] = merged
     return out
 

@@ -27,6 +27,7 @@ from streamops.procedures.world import SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state import control
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import append_jsonl
 
 JOB = "fleet-pings"
@@ -72,7 +73,7 @@ class FakeCluster:
         self._boundary()
         live = self.driver is not None
         return SimpleNamespace(name=job, is_live=live, driver_id=self.driver, stages={},
-                               status={"app_id": f"app-{self.app}"} if live else {},
+                               status=JobStatus(app_id=f"app-{self.app}") if live else JobStatus(),
                                state="RUNNING" if live else "FINISHED")  # fmt: skip
 
     def list(self) -> list[Any]:

@@ -27,6 +27,7 @@ from streamops.procedures.world import SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state import control
+from streamops.state.job_status import JobStatus, StageStatus
 from streamops.state.layout import append_jsonl
 from streamops.verdict import Observation
 
@@ -92,28 +93,18 @@ class FakeRegistry:
 
     def view(self, job: str) -> Any:
         live = self.cluster.job_driver in self.cluster.live
-        return SimpleNamespace(
-            is_live=live,
-            driver_id=self.cluster.job_driver,
-            status={},
-            state="RUNNING" if live else "FINISHED",
-            stages={s: {"descriptor": d} for s, d in RUNNING_STAGES.items()},
-        )
+        return SimpleNamespace(is_live=live, driver_id=self.cluster.job_driver,
+                               status=JobStatus(), state="RUNNING" if live else "FINISHED",
+                               stages={s: StageStatus(descriptor=d)
+                                       for s, d in RUNNING_STAGES.items()})  # fmt: skip
 
     def observe(self, job: str, since_driver: str | None = None) -> Observation:
         live = self.cluster.job_driver in self.cluster.live
-        view = SimpleNamespace(
-            name=job,
-            version="2",
-            driver_id=self.cluster.job_driver,
-            is_live=live,
-            healthy=live and self.cluster.healthy,
-            ended=not live,
-            state="RUNNING" if live else "FINISHED",
-            driver_state="RUNNING" if live else "FINISHED",
-            status={"driver_id": self.cluster.job_driver},
-            stages={},
-        )
+        view = SimpleNamespace(name=job, version="2", driver_id=self.cluster.job_driver,
+                               is_live=live, healthy=live and self.cluster.healthy,
+                               ended=not live, state="RUNNING" if live else "FINISHED",
+                               driver_state="RUNNING" if live else "FINISHED",
+                               status=JobStatus(driver_id=self.cluster.job_driver), stages={})
         return Observation(view, since_driver, since_live=live)  # type: ignore[arg-type]
 
     def driver_live(self, driver: str) -> bool:

@@ -126,7 +126,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.jobs import JobRegistry
 
     view = JobRegistry(settings).view(args.name)
-    doc = {"state": view.state, "healthy": view.healthy, "standby": view.standby, **view.status}
+    doc = {"state": view.state, "healthy": view.healthy, "standby": view.standby,
+           **view.status.to_json()}  # fmt: skip
     print(json.dumps(doc, indent=2))
     return 0
 

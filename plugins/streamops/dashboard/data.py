@@ -23,6 +23,7 @@ from streamops.health.report import read_history
 from streamops.health.source_probes import Prober, stage_offsets
 from streamops.jobs import JobRegistry, JobView, spec_args
 from streamops.settings import Settings
+from streamops.state.job_status import StageStatus
 from streamops.state.savepoints.catalogue import list_savepoints
 
 PROBE_TIMEOUT_S = 1.0
@@ -142,7 +143,7 @@ def job_views(settings: Settings) -> list[JobView]:
 
 
 def _sources(
-    info: dict[str, Any], args: dict[str, Any], states: dict[str, Any], prober: Prober
+    info: StageStatus, args: dict[str, Any], states: dict[str, Any], prober: Prober
 ) -> tuple[SourceFigures, ...]:
     out = []
     for source, offset in sorted(stage_offsets(info).items()):
@@ -182,26 +183,26 @@ def _figures(
     health: dict[str, str], now: float,
 ) -> JobFigures:  # fmt: skip
     args = (spec_args(settings, view.name) or {}) if view.stages else {}
-    states = view.status.get("sources_state") or {}
+    states = view.status.sources_state
     stages = []
     for name, info in sorted(view.stages.items()):
-        last = info.get("last_batch_at")
+        last = info.last_batch_at
         stages.append(StageFigures(
-            name=name, batch_id=info.get("batch_id"),
-            batch_age=round(now - float(last), 1) if last else None,
-            idle=bool(info.get("idle_since")),
-            input_rows_per_second=info.get("input_rows_per_second"),
-            processed_rows_per_second=info.get("processed_rows_per_second"),
-            late_rows=int(info.get("late_rows") or 0), state_rows=int(info.get("state_rows") or 0),
-            failed_batches=int(info.get("failed_batches") or 0),
+            name=name, batch_id=info.batch_id,
+            batch_age=round(now - last, 1) if last else None,
+            idle=bool(info.idle_since),
+            input_rows_per_second=info.input_rows_per_second,
+            processed_rows_per_second=info.processed_rows_per_second,
+            late_rows=info.late_rows, state_rows=info.state_rows,
+            failed_batches=info.failed_batches,
             savepoint_age=ages.get((view.name, name)),
             sources=_sources(info, args, states, prober),
         ))  # fmt: skip
-    failed = view.status.get("state") == "FAILED"
+    failed = view.status.state == "FAILED"
     return JobFigures(
         name=view.name, version=view.version, state=view.state, driver_id=view.driver_id,
         is_live=view.is_live, healthy=view.healthy, failed=failed,
-        error=str(view.status.get("error"))[:300] if failed else None,
+        error=str(view.status.error)[:300] if failed else None,
         last_batch_age=view.last_batch_age, input_rows_per_second=view.input_rows_per_second,
         processed_rows_per_second=view.processed_rows_per_second,
         health=health.get(view.name), stages=tuple(stages),

@@ -62,16 +62,15 @@ def observe_job(settings: Settings, registry: JobRegistry, name: str) -> JobSeen
         spec = None
     status = view.status
     submitted_at = float(subs[-1]["at"]) if subs else None
-    stopped_at = status.get("stopped_at")
     stopped_by = None
-    if status.get("stopped_by") and submitted_at and float(stopped_at or 0) >= submitted_at:
-        stopped_by = str(status.get("savepoint") or status.get("stopped_by"))
+    if submitted_at and status.stopped_since(submitted_at):
+        stopped_by = status.savepoint or status.stopped_by
     return JobSeen(
         live=view.is_live, healthy=view.healthy, state=view.state, driver=view.driver_id,
         version=view.version, ended=not view.is_live and bool(subs), running_spec=spec,
-        submitted_at=submitted_at, stopped_at=float(stopped_at) if stopped_at else None,
+        submitted_at=submitted_at, stopped_at=status.stopped_at or None,
         stopped_by=stopped_by,
-        error=str(status.get("error"))[:500] if status.get("error") else None,
+        error=status.error[:500] if status.error else None,
     )  # fmt: skip
 
 

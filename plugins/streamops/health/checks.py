@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from streamops.cluster.client import WorkerInfo
 from streamops.exceptions import StreamopsError
@@ -51,6 +50,7 @@ from streamops.health.report import (
 from streamops.health.sources import check_sources
 from streamops.job_view import JobView
 from streamops.settings import Settings
+from streamops.state.job_status import StageStatus
 
 log = logging.getLogger("streamops.health.checks")
 
@@ -154,8 +154,8 @@ def _stopped_by(busy: ProcedureSeen | None) -> str:
 def _check_job(name: str, view: JobView | None, busy: ProcedureSeen | None = None) -> CheckResult:
     if view is None:
         return CheckResult("jobs", name, Level.FAIL, f"job {name} is unknown to this state root")
-    error = view.status.get("error") if view.status.get("state") == "FAILED" else None
-    last_error = str(error).splitlines()[0][:300] if error else None
+    error = view.status.error if view.status.state == "FAILED" else None
+    last_error = error.splitlines()[0][:300] if error else None
     if not view.is_live:
         ended = f" (driver ended {view.driver_state})" if view.driver_state else ""
         detail = f"; its last error: {last_error}" if last_error else ""
@@ -163,8 +163,8 @@ def _check_job(name: str, view: JobView | None, busy: ProcedureSeen | None = Non
         return CheckResult("jobs", name, Level.FAIL, message + _stopped_by(busy))
     if last_error:
         return CheckResult("jobs", name, Level.FAIL, f"job {name} FAILED: {last_error}")
-    if view.status.get("state") == "STOPPED" and view.status.get("driver_id") == view.driver_id:
-        saved = view.status.get("savepoint")
+    if view.status.state == "STOPPED" and view.status.driver_id == view.driver_id:
+        saved = view.status.savepoint
         message = (f"job {name} runs no stage: driver {view.driver_id} was stopped by a "
                    f"savepoint with cancel{f' (savepoint {saved})' if saved else ''} and "
                    "only waits to end")  # fmt: skip
@@ -204,10 +204,10 @@ def check_progress(obs: Observation) -> list[CheckResult]:
     return out or [CheckResult("progress", "progress", Level.OK, "no running job to check")]
 
 
-def _check_stage_age(obs: Observation, job: str, stage: str, info: dict[str, Any]) -> CheckResult:
+def _check_stage_age(obs: Observation, job: str, stage: str, info: StageStatus) -> CheckResult:
     name, limit = f"{job}/{stage}", obs.thresholds.max_batch_age
-    last = info.get("last_batch_at")
-    if info.get("idle_since"):
+    last = info.last_batch_at
+    if info.idle_since:
         return CheckResult(
             "progress", name, Level.OK, f"job {job}: stage {stage} is idle (no new data)"
         )
@@ -215,7 +215,7 @@ def _check_stage_age(obs: Observation, job: str, stage: str, info: dict[str, Any
         return CheckResult(
             "progress", name, Level.WARN, f"job {job}: stage {stage} has not committed a batch yet"
         )
-    age = obs.now - float(last)
+    age = obs.now - last
     if age > limit:
         return CheckResult(
             "progress",
@@ -227,28 +227,28 @@ def _check_stage_age(obs: Observation, job: str, stage: str, info: dict[str, Any
         "progress",
         name,
         Level.OK,
-        f"job {job}: stage {stage} batch {info.get('batch_id')} {age:.0f} s ago",
+        f"job {job}: stage {stage} batch {info.batch_id} {age:.0f} s ago",
     )
 
 
-def _check_rates(t: Thresholds, job: str, stage: str, info: dict[str, Any]) -> CheckResult | None:
-    got, done = info.get("input_rows_per_second"), info.get("processed_rows_per_second")
-    if got is None or done is None or float(got) < t.min_input_rate:
+def _check_rates(t: Thresholds, job: str, stage: str, info: StageStatus) -> CheckResult | None:
+    got, done = info.input_rows_per_second, info.processed_rows_per_second
+    if got is None or done is None or got < t.min_input_rate:
         return None
     name = f"{job}/{stage}/rate"
-    if float(done) < t.min_rate_ratio * float(got):
+    if done < t.min_rate_ratio * got:
         return CheckResult(
             "progress",
             name,
             Level.WARN,
-            f"job {job}: stage {stage} processes {float(done):.1f} rows/s but "
-            f"receives {float(got):.1f} rows/s (falling behind)",
+            f"job {job}: stage {stage} processes {done:.1f} rows/s but "
+            f"receives {got:.1f} rows/s (falling behind)",
         )
     return CheckResult(
         "progress",
         name,
         Level.OK,
-        f"job {job}: stage {stage} in {float(got):.1f} rows/s, processed {float(done):.1f} rows/s",
+        f"job {job}: stage {stage} in {got:.1f} rows/s, processed {done:.1f} rows/s",
     )
 
 
@@ -266,7 +266,7 @@ def _check_sink(obs: Observation, view: JobView) -> CheckResult:
         return CheckResult("sinks", name, Level.OK, f"job {view.name} declares no store_url")
     if seen.error:
         return CheckResult("sinks", name, Level.FAIL, f"sinks check failed: {seen.error}")
-    busy = not all(s.get("idle_since") for s in view.stages.values())
+    busy = not view.status.all_idle()
     if seen.newest_write is None:
         level = Level.WARN if busy else Level.OK
         return CheckResult("sinks", name, level, f"job {view.name}: store has no rows yet")

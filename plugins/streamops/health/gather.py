@@ -26,7 +26,8 @@ from streamops.health.source_probes import Prober, probe_job
 from streamops.jobs import JobRegistry, read_submissions, spec_args
 from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
-from streamops.state.layout import StateLayout, read_json
+from streamops.state.job_status import read_status
+from streamops.state.layout import StateLayout
 
 GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
 NEVER_SUBMITTED = "never submitted"
@@ -52,12 +53,10 @@ def dormant_reason(layout: StateLayout, name: str) -> str | None:
     last = events[-1]
     if last["event"] != "submitted":
         return f"cancelled at {_when(last.get('at'))}"
-    status = read_json(layout.status_file(name)) or {}
-    if status.get("stopped_by") and float(status.get("stopped_at") or 0) >= float(
-        last.get("at") or 0
-    ):
-        saved = f" to savepoint {status['savepoint']}" if status.get("savepoint") else ""
-        return f"stopped by a savepoint with cancel{saved} at {_when(status.get('stopped_at'))}"
+    status = read_status(layout, name)
+    if status.stopped_since(float(last.get("at") or 0)):
+        saved = f" to savepoint {status.savepoint}" if status.savepoint else ""
+        return f"stopped by a savepoint with cancel{saved} at {_when(status.stopped_at)}"
     return None
 
 
@@ -102,7 +101,7 @@ def gather(
     # expected to run besides the declared jobs: those a procedure in progress stopped, and
     # those running (whatever their last submission event says, e.g. a killed standby's)
     busy = {p.job for p in procedures if p.job}
-    running = {n for n, v in views.items() if v.is_live and v.status.get("state") == "RUNNING"}
+    running = {n for n, v in views.items() if v.is_live and v.status.state == "RUNNING"}
     names = list(jobs) if jobs else declared_jobs(layout, busy | running)
     obs = Observation(settings, thresholds, master, names)
     obs.procedures = [p for p in procedures if p.job is None or p.job in names]

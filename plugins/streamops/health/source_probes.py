@@ -26,6 +26,7 @@ import requests
 
 from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from streamops.job_view import JobView
+from streamops.state.job_status import StageStatus
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,12 @@ def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:
     return out
 
 
-def stage_offsets(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def stage_offsets(info: StageStatus) -> dict[str, dict[str, Any]]:
     """Per source id, the committed end offset of one stage (``status.json`` → ``stages``);
     Spark writes an offset as JSON text, a source without a ``source`` id is skipped."""
     out: dict[str, dict[str, Any]] = {}
-    for src in info.get("sources") or []:
-        end = src.get("end_offset")
+    for src in info.sources:
+        end = src.end_offset
         if isinstance(end, str):
             try:
                 end = json.loads(end)

@@ -31,7 +31,7 @@ def check_sources(obs: Observation) -> list[CheckResult]:
     """Every probed source of each running job, with what its readers reported."""
     out = []
     for view in obs.live_views:
-        states = view.status.get("sources_state") or {}
+        states = view.status.sources_state
         for source, probe in sorted(obs.sources.get(view.name, {}).items()):
             judged = _probed(obs.thresholds, view.name, probe)
             out.append(_worst(judged, *_reported(obs, view.name, source, states.get(source) or {})))

@@ -214,7 +214,7 @@ def record_failure(world: World, reason: str) -> None:
 
 
 def _releases(ops: Operations, intent: RestartIntent) -> dict[str, str]:
-    return {job: str(ops.registry.view(job).status.get("classpath_release", "unknown"))
+    return {job: ops.registry.view(job).status.classpath_release or "unknown"
             for job in intent.saved}  # fmt: skip
 
 

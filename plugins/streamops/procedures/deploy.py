@@ -82,7 +82,7 @@ def _resumed(ops: Operations, spec: JobSpec, owner: str) -> str | None:
     if driver is None:
         return None
     view = ops.registry.view(spec.name)
-    if view.status.get("state") == "FAILED" or view.driver_id != driver:
+    if view.status.state == "FAILED" or view.driver_id != driver:
         log.warning("the driver %s this run submitted failed on start (now %s, %s): "
                     "replacing it", driver, view.driver_id, view.state)  # fmt: skip
         if view.is_live:

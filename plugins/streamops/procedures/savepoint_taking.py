@@ -79,7 +79,7 @@ def _alive(registry: Registry, sp: SavepointCancel) -> bool:
     standby of the next version is live under the job's name too), else any driver."""
     if sp.app_id:
         view = registry.view(sp.job)
-        return view.is_live and view.status.get("app_id") == sp.app_id
+        return view.is_live and view.status.app_id == sp.app_id
     if sp.driver:
         return registry.driver_live(sp.driver)
     return registry.view(sp.job).is_live
@@ -103,7 +103,7 @@ def request(
     else:
         view = ops.registry.view(sp.job)
         if sp.driver is None and view.is_live:
-            sp.driver, sp.app_id = view.driver_id, view.status.get("app_id")
+            sp.driver, sp.app_id = view.driver_id, view.status.app_id
         sp.request, sp.answer = control.new_request_id("savepoint"), {}
         sp.done = []
         save(sp, "savepoint-with-cancel" if sp.cancel else "savepoint")
@@ -181,7 +181,7 @@ def savepoint_job(
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")
     sp = SavepointCancel(job, name, cancel=cancel, handover=handover, driver=view.driver_id,
-                         app_id=view.status.get("app_id"))  # fmt: skip
+                         app_id=view.status.app_id)  # fmt: skip
     keep: Save = lambda *_: None  # noqa: E731
     steps = STEPS if wait_stopped else STEPS[:2]
     run_steps(steps, ops, sp, keep, waits={"request": timeout, "answered": timeout,
@@ -242,7 +242,7 @@ def _no_savepoint(
         now = ops.registry.view(job)
     except ClusterNotRunning:
         now = None
-    if now is not None and driver and now.status.get("took_over_from") == driver:
+    if now is not None and driver and now.status.took_over_from == driver:
         after = f"its hot standby {now.driver_id} took the job over from its checkpoint"
     elif now is not None and now.is_live:
         after = "the job is being relaunched from its checkpoint"

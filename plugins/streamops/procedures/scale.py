@@ -47,6 +47,7 @@ from streamops.procedures.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
 from streamops.procedures.world import operations
 from streamops.settings import Settings
 from streamops.state.cluster_size import record_desired_workers
+from streamops.state.job_status import StageStatus
 
 log = logging.getLogger("streamops.procedures.scale")
 REBALANCE = "rebalance"  # the owner (and purpose) of a rebalance's restart intent
@@ -68,18 +69,18 @@ def batch_marks(settings: Settings) -> BatchMarks:
     """Per running job and stage, the last committed batch id now."""
     now = time.time()
     return {
-        view.name: {stage: (info.get("batch_id"), now) for stage, info in view.stages.items()}
+        view.name: {stage: (info.batch_id, now) for stage, info in view.stages.items()}
         for view in JobRegistry(settings).list() if view.is_live
     }
 
 
-def _advanced(info: dict[str, object], mark: tuple[int | None, float]) -> bool:
+def _advanced(info: StageStatus, mark: tuple[int | None, float]) -> bool:
     batch, at = mark
-    current = info.get("batch_id")
-    if isinstance(current, int) and (batch is None or current > batch):
+    current = info.batch_id
+    if current is not None and (batch is None or current > batch):
         return True
-    idle = info.get("idle_since")
-    return isinstance(idle, float | int) and idle >= at  # nothing to read: still up
+    idle = info.idle_since
+    return idle is not None and idle >= at  # nothing to read: still up
 
 
 def verify_batches_continue(settings: Settings, marks: BatchMarks,
@@ -94,9 +95,9 @@ def verify_batches_continue(settings: Settings, marks: BatchMarks,
             view = registry.view(job)
             if not view.is_live:
                 raise JobError(f"job {job} stopped during the scale (state {view.state})")
-            if all(_advanced(view.stages.get(s, {}), m) for s, m in stages.items()):
+            if all(_advanced(view.stages.get(s, StageStatus()), m) for s, m in stages.items()):
                 log.info("job %s keeps committing batches (%s)", job, ", ".join(
-                    f"{s}: {view.stages.get(s, {}).get('batch_id')}" for s in stages))
+                    f"{s}: {view.stages[s].batch_id}" for s in stages))
                 del pending[job]
         return True if not pending else None
 
@@ -104,7 +105,7 @@ def verify_batches_continue(settings: Settings, marks: BatchMarks,
         log.info("verifying that %s keep committing batches", ", ".join(pending))
     wait_for(check, timeout, lambda: f"{', '.join(pending)} committed no new batch within "
                                      f"{timeout:.0f}s of the scale")
-    return {job: {s: i.get("batch_id") for s, i in registry.view(job).stages.items()}
+    return {job: {s: i.batch_id for s, i in registry.view(job).stages.items()}
             for job in marks}
 
 

@@ -28,7 +28,7 @@ def running_stages(world: World, job: str) -> dict[str, dict[str, Any]]:
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to upgrade")
     return {
-        name: info.get("descriptor") or {"stateful": bool(info.get("stateful")), "operators": []}
+        name: info.descriptor or {"stateful": bool(info.stateful), "operators": []}
         for name, info in view.stages.items()
     }
 

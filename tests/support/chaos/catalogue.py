@@ -60,7 +60,7 @@ def driver(world: ChaosWorld, rng: random.Random) -> Inflicted:
 
 
 def executor(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    app = str(world.registry.view(world.job).status.get("app_id") or "")
+    app = world.registry.view(world.job).status.app_id or ""
     pids = _ps_pids("CoarseGrainedExecutorBackend", app) if app else []
     assert pids, f"no executor of {app} found"
     at = time.time()
@@ -181,7 +181,7 @@ def beta_log_lost(world: ChaosWorld, rng: random.Random) -> Inflicted:
     if world.reset_policy == "fail":
         wait_until(lambda: not world.registry.view(world.job).is_live, 120,
                    "the job to stop on the reset", describe=world.describe)  # fmt: skip
-        error = str(world.registry.view(world.job).status.get("error"))
+        error = str(world.registry.view(world.job).status.error)
         assert "was reset" in error and old_stream in error, error
         verdict = run_checks(world.settings, groups=["jobs"])
         assert verdict.level is Level.FAIL, f"health while the job is stopped: {verdict.summary()}"

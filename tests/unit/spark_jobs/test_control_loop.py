@@ -9,11 +9,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from spark_jobs.runtime.control import ControlLoop
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout, write_json_atomic
 
 
 def loop_for(layout: StateLayout, driver_id: str) -> ControlLoop:
-    board = SimpleNamespace(snapshot=lambda: {"driver_id": driver_id})
+    board = SimpleNamespace(snapshot=lambda: JobStatus(driver_id=driver_id))
     return ControlLoop(SimpleNamespace(layout=layout, job="job", board=board))  # type: ignore[arg-type]
 
 
@@ -52,7 +53,7 @@ def test_a_request_sent_to_a_previous_driver_is_answered_not_acted_on(tmp_path: 
     old = control.send_request(layout, "job", "savepoint", name="sp-1", cancel=True)
     time.sleep(0.01)
     held = lease.acquire(layout, "job", "driver-2")
-    board = SimpleNamespace(snapshot=lambda: {"driver_id": "driver-2"})
+    board = SimpleNamespace(snapshot=lambda: JobStatus(driver_id="driver-2"))
     ctx = SimpleNamespace(layout=layout, job="job", board=board, lease=held)
     handled: list[str] = []
     loop = ControlLoop(ctx)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import pytest
 
 from spark_jobs.runtime.fencing import LeaseFence
 from streamops.state import lease
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout
 
 
@@ -19,8 +20,8 @@ class Board:
         self.ident: dict[str, Any] = {"driver_id": driver_id, "host": "h", "pid": 1,
                                       "app_id": None}  # fmt: skip
 
-    def snapshot(self) -> dict[str, Any]:
-        return dict(self.ident)
+    def snapshot(self) -> JobStatus:
+        return JobStatus(**self.ident)
 
 
 OLD = "driver-20261127040000-0000"

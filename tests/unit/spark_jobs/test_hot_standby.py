@@ -19,6 +19,7 @@ import pytest
 
 from spark_jobs.runtime import hot_roles, hot_standby
 from streamops.state import lease
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout, write_json_atomic
 
 JOB = "fleet-pings"
@@ -28,8 +29,8 @@ class Board:
     def __init__(self) -> None:
         self.fields: dict[str, Any] = {"app_id": "app-2"}
 
-    def snapshot(self) -> dict[str, Any]:
-        return dict(self.fields)
+    def snapshot(self) -> JobStatus:
+        return JobStatus(**self.fields)
 
     def identify(self, **fields: Any) -> None:
         self.fields.update(fields)

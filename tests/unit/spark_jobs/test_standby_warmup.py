@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from pyspark.sql import SparkSession
 
 from spark_jobs.runtime import standby
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout, read_json
 
 
@@ -21,7 +22,7 @@ def test_a_standby_without_executors_skips_the_rehearsal(
     ctx = SimpleNamespace(  # the parts of a JobContext a warm-up reads, nothing started
         spec=SimpleNamespace(name="fleet", version="2"), layout=layout, job="fleet", spark=spark,
         stages=[SimpleNamespace(name="vehicles")], describe=lambda name: {"stage": name},
-        gate=None, board=SimpleNamespace(snapshot=lambda: {"driver_id": "driver-1"}),
+        gate=None, board=SimpleNamespace(snapshot=lambda: JobStatus(driver_id="driver-1")),
     )  # fmt: skip
 
     def build(_: object) -> None:

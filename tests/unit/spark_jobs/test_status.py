@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from spark_jobs.runtime.status import StatusBoard, StatusListener, summarize
 from spark_jobs.sources.source_state import SourceState
@@ -149,7 +150,7 @@ def test_running_only_when_every_declared_stage_has_a_batch(
     board.declare_stage("vehicle-stats-1m", stateful=True)
     board.record_progress(progress("vehicles", 0))
     board.record_progress(progress("vehicles", 1))
-    assert board.snapshot()["state"] == "STARTING"
+    assert board.snapshot().state == "STARTING"
     assert read_json(layout.status_file(JOB))["state"] == "STARTING"  # type: ignore[index]
     board.record_progress(progress("vehicle-stats-1m", 0, operators=((4, 0),)))
     doc = read_json(layout.status_file(JOB))
@@ -158,22 +159,38 @@ def test_running_only_when_every_declared_stage_has_a_batch(
     assert doc["stages"]["vehicle-stats-1m"]["batch_id"] == 0
     assert doc["stages"]["vehicle-stats-1m"]["stateful"] is True  # declared info is kept
     assert doc["stages"]["vehicle-stats-1m"]["state_rows"] == 4
-    assert board.snapshot() == doc
+    assert board.snapshot().to_json() == doc
 
 
 def test_declare_stage_again_keeps_its_progress(board: StatusBoard) -> None:
     board.declare_stage("vehicles")
     board.record_progress(progress("vehicles", 4))
     board.declare_stage("vehicles", stateful=False)
-    assert board.snapshot()["stages"]["vehicles"]["batch_id"] == 4
+    assert board.snapshot().stages["vehicles"].batch_id == 4
 
 
 def test_an_explicit_state_is_not_overridden_by_progress(board: StatusBoard) -> None:
     board.declare_stage("vehicles")
-    board.set_state("STOPPING", reason="stop requested")
+    board.set_state("STOPPED", stopped_by="control-1")
     board.record_progress(progress("vehicles", 0))
     snap = board.snapshot()
-    assert (snap["state"], snap["reason"]) == ("STOPPING", "stop requested")
+    assert (snap.state, snap.stopped_by) == ("STOPPED", "control-1")
+
+
+def test_the_board_writes_only_what_the_status_declares(
+    board: StatusBoard, layout: StateLayout
+) -> None:
+    """The writer and the readers share one definition: a name it does not declare, or a
+    value not of its field's type, is refused, and nothing of it is written."""
+    board.declare_stage("vehicles")
+    with pytest.raises(TypeError, match="declares no field reason"):
+        board.set_state("STOPPING", reason="stop requested")
+    with pytest.raises(TypeError, match="declares no field colour"):
+        board.declare_stage("windows", colour="blue")
+    with pytest.raises(ValidationError):
+        board.annotate(pid="not a pid")
+    doc = read_json(layout.status_file(JOB))
+    assert doc is not None and doc["state"] == "STARTING" and "reason" not in doc
 
 
 def test_set_state_writes_extra_fields(board: StatusBoard, layout: StateLayout) -> None:
@@ -206,9 +223,9 @@ def test_late_rows_accumulate_per_stage(board: StatusBoard) -> None:
     board.record_progress(progress("vehicles", 0))
     board.record_progress(progress("vehicle-stats-1m", 1, operators=((6, 2), (1, 0))))
     board.record_progress(progress("vehicle-stats-1m", 2, operators=((6, 0), (1, 0))))
-    stages = board.snapshot()["stages"]
-    assert stages["vehicle-stats-1m"]["late_rows"] == 6
-    assert stages["vehicles"]["late_rows"] == 0
+    stages = board.snapshot().stages
+    assert stages["vehicle-stats-1m"].late_rows == 6
+    assert stages["vehicles"].late_rows == 0
 
 
 def test_failed_batches_are_counted_per_stage_and_kept_by_progress(
@@ -240,10 +257,10 @@ def test_progress_of_an_undeclared_or_unnamed_stage(board: StatusBoard) -> None:
     unnamed = progress("x", 0)
     del unnamed["name"]
     board.record_progress(unnamed)
-    stages = board.snapshot()["stages"]
-    assert stages["?"]["batch_id"] == 0
-    assert stages["vehicles"]["batch_id"] is None
-    assert board.snapshot()["state"] == "STARTING"
+    stages = board.snapshot().stages
+    assert stages["?"].batch_id == 0
+    assert stages["vehicles"].batch_id is None
+    assert board.snapshot().state == "STARTING"
 
 
 def test_no_temp_files_left_beside_the_status(board: StatusBoard, layout: StateLayout) -> None:
@@ -267,7 +284,7 @@ def test_listener_records_progress(board: StatusBoard) -> None:
     board.declare_stage("vehicles")
     StatusListener(board).onQueryProgress(progress_event(progress("vehicles", 3)))
     snap = board.snapshot()
-    assert (snap["state"], snap["stages"]["vehicles"]["batch_id"]) == ("RUNNING", 3)
+    assert (snap.state, snap.stages["vehicles"].batch_id) == ("RUNNING", 3)
 
 
 def test_listener_never_raises_on_bad_progress(
@@ -275,7 +292,7 @@ def test_listener_never_raises_on_bad_progress(
 ) -> None:
     StatusListener(board).onQueryProgress(progress_event("{not json"))
     assert "could not record progress of vehicles" in caplog.text
-    assert board.snapshot()["stages"] == {}
+    assert board.snapshot().stages == {}
 
 
 def test_an_idle_restored_stage_counts_as_ready(board: StatusBoard, layout: StateLayout) -> None:
@@ -323,7 +340,7 @@ def test_listener_on_a_real_query_crosses_without_java_exceptions(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while (board.snapshot()["stages"]["ticks"].get("batch_id") or 0) < 2:
+        while (board.snapshot().stages["ticks"].batch_id or 0) < 2:
             assert time.monotonic() < deadline, "no progress recorded within 60 s"
             assert query.exception() is None
             time.sleep(0.1)

@@ -110,7 +110,7 @@ def test_windows_equal_the_oracle_with_late_trades(
     result = compare_series(expected.windows, rows)
     assert result.ok, result.summary()
     assert expected.dropped  # the test does exercise late trades, dropped and applied
-    late_rows = board.snapshot()["stages"][series.name]["late_rows"]
+    late_rows = board.snapshot().stages[series.name].late_rows
     assert late_rows == len(expected.dropped)
 
 

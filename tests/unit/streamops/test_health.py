@@ -23,6 +23,7 @@ from streamops.job_view import JobView
 from streamops.jobs import spec_args
 from streamops.settings import Settings
 from streamops.state import lease
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import append_jsonl, write_json_atomic
 
 JOB = "fleet-pings"
@@ -69,7 +70,7 @@ def view(
         last_batch_age=None,
         input_rows_per_second=None,
         processed_rows_per_second=None,
-        status=doc,
+        status=JobStatus.parse(doc),
     )
 
 
@@ -193,7 +194,7 @@ def test_a_failed_job_shows_its_error(settings: Settings) -> None:
     [result] = health.check_jobs(obs(settings, views=[failed]))
     assert result.message == "job fleet-pings FAILED: ValueError: bad row"
     gone = view(live=False, state="KILLED", error="py4j: the JVM is gone")
-    gone.status["state"] = "FAILED"
+    gone.status.state = "FAILED"
     [result] = health.check_jobs(obs(settings, views=[gone]))
     assert result.message == (
         "job fleet-pings is not running: state KILLED (driver ended KILLED); "

@@ -16,6 +16,7 @@ from streamops.health.report import ProcedureSeen, SinkSeen, WorkersSeen
 from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
 from streamops.settings import Settings
+from streamops.state.job_status import JobStatus
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0
@@ -27,7 +28,8 @@ MASTER = {"status": "ALIVE", "workers": [
 def view(idle: bool = False, **status: Any) -> JobView:
     stage = {"batch_id": 1, "last_batch_at": NOW - 5, "idle_since": NOW - 60 if idle else None}
     doc = {"state": "RUNNING", "stages": {"vehicles": stage}, **status}
-    return JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 5.0, None, None, doc)
+    return JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 5.0, None, None,
+                   JobStatus.parse(doc))  # fmt: skip
 
 
 def observation(**parts: Any) -> Observation:
@@ -98,7 +100,7 @@ def test_workers(workers: WorkersSeen, level: Level, message: str) -> None:
 
 def test_a_job_gone_quiet_fails_its_progress() -> None:
     quiet = view()
-    quiet.stages["vehicles"]["last_batch_at"] = NOW - 600
+    quiet.stages["vehicles"].last_batch_at = NOW - 600
     [result, *_] = health.check_progress(observation(views=[quiet]))
     assert result.level is Level.FAIL and "no batch for 600 s" in result.message
 
@@ -114,7 +116,8 @@ def procedure(job: str | None = JOB, **fields: Any) -> ProcedureSeen:
 
 
 def test_a_procedure_in_progress_fails_and_names_what_resumes_it() -> None:
-    gone = JobView(JOB, "1", "FINISHED", False, None, "FINISHED", None, None, None, None, {})
+    gone = JobView(JOB, "1", "FINISHED", False, None, "FINISHED", None, None, None, None,
+                   JobStatus())  # fmt: skip
     job, proc = health.check_jobs(observation(views=[gone], procedures=[procedure()]))
     assert job.level is Level.FAIL and job.message == (
         "job fleet-pings is not running: state FINISHED (driver ended FINISHED); stopped by "

@@ -17,6 +17,7 @@ from streamops.health.source_probes import Prober, probe_job
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.sim.beta import BetaSimulator
+from streamops.state.job_status import JobStatus
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0
@@ -44,7 +45,8 @@ def judge(
         "stages": {"vehicles": {"sources": [{"end_offset": {"source": source, **offset}}]}},
         **status,
     }
-    view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None, doc)
+    view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None,
+                   JobStatus.parse(doc))  # fmt: skip
     probes = probe_job(Prober(5.0), view, {})  # the gathering's probe of the real server
     obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
                       sources={JOB: probes})  # fmt: skip
@@ -137,7 +139,8 @@ def test_alpha_late_ignored_and_changed_files_show(settings: Settings, tmp_path:
     }  # fmt: skip
     doc = {"state": "RUNNING", "sources_state": {source: {"state": "ok", **events}},
            "stages": {"vehicles": {"sources": [{"end_offset": offset}]}}}  # fmt: skip
-    view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None, doc)
+    view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None,
+                   JobStatus.parse(doc))  # fmt: skip
     obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
                       sources={JOB: probe_job(Prober(5.0), view, {})})  # fmt: skip
     (result,) = check_sources(obs)

@@ -22,6 +22,7 @@ from streamops.exceptions import ClusterNotRunning, JobError
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import append_jsonl
 from streamops.verdict import Observation, Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
@@ -34,11 +35,12 @@ SUBMITTED_AT = 1_767_225_600.0  # when driver-2, the driver being waited for, wa
 
 
 def status(driver_id: str = "driver-2", state: str = "RUNNING", ready: bool = True,
-           **extra: Any) -> dict[str, Any]:  # fmt: skip
+           **extra: Any) -> JobStatus:  # fmt: skip
     """A ``status.json`` as the driver's StatusBoard writes it (one stage)."""
-    return {"state": state, "driver_id": driver_id, "started_at": SUBMITTED_AT + 20,
-            "stages": {"s": {"batch_id": 0 if ready else None, "ready": ready}},
-            **extra}  # fmt: skip
+    return JobStatus.parse({"state": state, "driver_id": driver_id,
+                            "started_at": SUBMITTED_AT + 20,
+                            "stages": {"s": {"batch_id": 0 if ready else None, "ready": ready}},
+                            **extra})  # fmt: skip
 
 
 def view(**changes: Any) -> JobView:
@@ -90,7 +92,7 @@ CASES: dict[str, Case] = {
         "driver driver-2 died during its start and was relaunched (driver-3)",
     ),
     "relaunched, not yet identified": Case(
-        view(state="RELAUNCHING", driver_id=None, status={}), Outcome.FAILED,
+        view(state="RELAUNCHING", driver_id=None, status=JobStatus()), Outcome.FAILED,
         "driver driver-2 died during its start and is being relaunched",
     ),
     "relaunching after its recorded error": Case(
@@ -98,7 +100,7 @@ CASES: dict[str, Case] = {
         "died during its start and is being relaunched: boom",
     ),
     "relaunched, any driver": Case(
-        view(state="RELAUNCHING", driver_id=None, status={}), Outcome.WAITING,
+        view(state="RELAUNCHING", driver_id=None, status=JobStatus()), Outcome.WAITING,
         "not healthy yet: state RELAUNCHING", since=None,
     ),
     "failed on start": Case(
@@ -126,9 +128,10 @@ CASES: dict[str, Case] = {
         since_live=None,
     ),  # fmt: skip
     "driver ended": Case(
-        view(state="FAILED", is_live=False, driver_id=None, driver_state="FAILED", status={}),
+        view(state="FAILED", is_live=False, driver_id=None, driver_state="FAILED",
+             status=JobStatus()),
         Outcome.FAILED, "did not become healthy: driver driver-2 ended FAILED",
-    ),
+    ),  # fmt: skip
     "driver ended, any driver": Case(
         view(state="KILLED", is_live=False, driver_id=None, driver_state="KILLED",
              status=status("driver-1", state="STOPPED")),
@@ -246,7 +249,7 @@ def test_a_failure_quotes_the_recorded_error_once(settings: Settings) -> None:
     crashed = view(status=status(state="FAILED", error="boom"))
     message = health_verdict(Observation(crashed, "driver-2")).message
     assert registry.failure_message(message, crashed, "driver-2") == message
-    ended = view(is_live=False, driver_id=None, driver_state="FAILED", status={})
+    ended = view(is_live=False, driver_id=None, driver_state="FAILED", status=JobStatus())
     message = health_verdict(Observation(ended, "driver-2")).message
     detail = registry.failure_message(message, ended, "driver-2")
     assert detail == f"{message}. No driver log found."

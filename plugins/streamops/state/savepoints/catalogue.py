@@ -16,6 +16,7 @@ from streamops.exceptions import (
     SavepointProtected,
 )
 from streamops.names import check_name
+from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout, read_json
 from streamops.state.savepoints.manifest import (
     Manifest,
@@ -189,15 +190,14 @@ def protected_savepoints(layout: StateLayout) -> dict[str, str]:
     """Savepoints that STARTING or RUNNING jobs were started from, with the reason."""
     out: dict[str, str] = {}
     for status in sorted(layout.jobs_dir.glob("*/status.json")):
-        try:
-            doc = read_json(status)
+        try:  # not JobStatus.load, which takes an unreadable file as none: refuse instead
+            job = JobStatus.parse(read_json(status))
         except (OSError, ValueError) as exc:
             raise SavepointError(f"cannot read {status} ({exc}), so cannot tell which savepoints "
                                  "running jobs need; fix or remove it first") from exc  # fmt: skip
-        live = isinstance(doc, dict) and doc.get("state") in LIVE_JOB_STATES
-        if live and doc.get("from_savepoint"):
-            why = f"job {status.parent.name!r} ({doc['state']}) was started from it"
-            out.setdefault(str(doc["from_savepoint"]), why)
+        if job.state in LIVE_JOB_STATES and job.from_savepoint:
+            why = f"job {status.parent.name!r} ({job.state}) was started from it"
+            out.setdefault(job.from_savepoint, why)
     return out
 
 
