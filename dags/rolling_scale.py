@@ -72,7 +72,7 @@ def rolling_scale() -> None:
 
     @task
     def mark_batches() -> dict:
-        return run_step(lambda ops: scale.batch_marks(ops.settings))
+        return run_step(scale.batch_marks)
 
     @task(retries=0)
     def change_workers(plan: dict) -> int:

@@ -26,10 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from streamops.agent.registry import Agents
-from streamops.cluster.client import MasterClient, executor_room
+from streamops.cluster.client import executor_room
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterError, JobError, StreamopsError
-from streamops.jobs import JobRegistry, current_spec
 from streamops.procedures import savepoint_restart
 from streamops.procedures.cluster_nodes import (
     ScaleResult,
@@ -65,12 +64,13 @@ BatchMarks = dict[str, dict[str, tuple[int | None, float]]]
 
 
 # --- the jobs keep running ------------------------------------------------------------
-def batch_marks(settings: Settings) -> BatchMarks:
+def batch_marks(world: World) -> BatchMarks:
     """Per running job and stage, the last committed batch id now."""
-    now = time.time()
+    ops = operations(world)
+    now = ops.clock.time()
     return {
         view.name: {stage: (info.batch_id, now) for stage, info in view.stages.items()}
-        for view in JobRegistry(settings).list() if view.is_live
+        for view in ops.registry.list() if view.is_live
     }
 
 
@@ -83,11 +83,11 @@ def _advanced(info: StageStatus, mark: tuple[int | None, float]) -> bool:
     return idle is not None and idle >= at  # nothing to read: still up
 
 
-def verify_batches_continue(settings: Settings, marks: BatchMarks,
+def verify_batches_continue(world: World, marks: BatchMarks,
                             timeout: float = VERIFY_BATCHES_TIMEOUT
                             ) -> dict[str, dict[str, int | None]]:  # fmt: skip
     """Wait until every stage of every job in ``marks`` committed a batch after its mark."""
-    registry = JobRegistry(settings)
+    registry = operations(world).registry
     pending = dict(marks)
 
     def check() -> bool | None:
@@ -109,15 +109,15 @@ def verify_batches_continue(settings: Settings, marks: BatchMarks,
             for job in marks}
 
 
-def rebalance_candidates(settings: Settings) -> list[str]:
+def rebalance_candidates(world: World) -> list[str]:
     """Running jobs granted fewer cores than they ask for while ALIVE workers have free
     cores: the master could not place their executors (e.g. executor size vs new workers);
     first the jobs whose rebalance did not finish (a retried task resumes them)."""
-    client = MasterClient(settings)
+    ops = operations(world)
+    registry, client = ops.registry, ops.client
     workers = client.workers()
     apps = {a.name: a for a in client.active_apps()}
-    registry = JobRegistry(settings)
-    out = [job for job in registry.names() if _rebalancing(settings, job)]
+    out = [job for job in registry.names() if _rebalancing(ops, job)]
     for view in registry.list():
         if view.name in out:
             continue
@@ -125,7 +125,7 @@ def rebalance_candidates(settings: Settings) -> list[str]:
         if not view.is_live or app is None:
             continue
         try:
-            spec = current_spec(settings, view.name)
+            spec = registry.current_spec(view.name)
         except StreamopsError:
             continue
         if app.cores < spec.resources.max_cores and executor_room(workers, spec.executor_cores):
@@ -133,8 +133,8 @@ def rebalance_candidates(settings: Settings) -> list[str]:
     return out
 
 
-def _rebalancing(settings: Settings, job: str) -> bool:
-    intent = savepoint_restart.load_intent(settings, job)
+def _rebalancing(ops: Operations, job: str) -> bool:
+    intent = savepoint_restart.load_intent(ops, job)
     return intent is not None and intent.owner == REBALANCE and not intent.finished and (
         intent.mode == "savepoint" and len(intent.done) > 1
     )  # fmt: skip
@@ -285,7 +285,7 @@ def verify_batches(ops: Operations, owner: str, marks: BatchMarks,
     """Every job marked committed a batch after the change."""
     settings = ops.settings
     with _recorded(settings, owner, "verify_batches_continue"):
-        batches = verify_batches_continue(settings, marks, timeout)
+        batches = verify_batches_continue(ops, marks, timeout)
     step_done(settings, owner, "verify_batches_continue")
     return batches
 
@@ -294,7 +294,7 @@ def rebalance_jobs(ops: Operations, owner: str) -> list[str]:
     """Restart from a savepoint every job that cannot use the free cores → done."""
     settings = ops.settings
     with _recorded(settings, owner, "rebalance"):
-        jobs = rebalance_candidates(settings)
+        jobs = rebalance_candidates(ops)
         for job in jobs:
             log.info("job %s cannot use the free cores; rebalancing it", job)
             rebalance(ops, job)
@@ -313,7 +313,7 @@ def scale(world: World, *, workers: int | None = None, add: str | None = None,
     ``verify``) check that the jobs keep committing batches and rebalance those that cannot
     use the new cores. A re-run with the same target resumes an unfinished one."""
     ops = operations(world)
-    marks = batch_marks(ops.settings)
+    marks = batch_marks(ops)
     result = change_workers(ops, owner, workers=workers, add=add, remove=remove)
     confirm_in_master(ops, owner, len(result.running))
     if verify:
