@@ -5,21 +5,22 @@ machine). An upgrade describes the new version when it is planned (``plan-upgrad
 DAG's ``plan`` task) and again when the upgrade itself plans; a rolled-back or refused version
 is often tried again. A description depends on the spec and on the code that builds it, so it
 is kept under ``<state>/describe-cache/<key>.json``, the key a hash of the whole spec (its
-version included) and of the size and modification time of every Python file of the jobs'
-package and of the entrypoint's own module. Edit a job's code or its spec and the key
-changes. The newest :data:`KEEP` descriptions are kept.
+version included, its mappings in sorted order) and of the size and modification time of
+every Python file of the jobs' package and of the entrypoint's own module. Edit a job's code
+or its spec and the key changes. The newest :data:`KEEP` descriptions are kept.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from streamops.settings import PROJECT_ROOT, Settings
-from streamops.spec import JobSpec, encode_spec
+from streamops.spec import JobSpec
 from streamops.state.layout import read_json, write_json_atomic
 
 log = logging.getLogger("streamops.describe_cache")
@@ -39,7 +40,9 @@ def _code_files(entrypoint: str) -> list[Path]:
 
 def key(spec: JobSpec) -> str:
     """The cache key of ``spec``'s description (see the module's docstring)."""
-    digest = hashlib.sha256(encode_spec(spec).encode())
+    # the spec's fields in a canonical order: a spec that went through a store that reorders
+    # mapping keys (Airflow's XCom in PostgreSQL's JSONB, shorter keys first) is the same spec
+    digest = hashlib.sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode())
     for path in _code_files(spec.entrypoint):
         try:
             stat = path.stat()

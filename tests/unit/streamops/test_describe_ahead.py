@@ -27,3 +27,18 @@ def test_a_broken_spec_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "jobs" / "broken.yaml").write_text("name: [not a name\n")
     settings = Settings.from_env({}, state_root=str(tmp_path / "s"), config_dir=str(tmp_path))
     assert candidates(settings, {"fleet-pings": "1"}) == []
+
+
+def test_the_cache_key_does_not_depend_on_the_order_of_a_specs_mappings() -> None:
+    """The upgrade DAG's spec comes back from XCom (PostgreSQL's JSONB, shorter keys first):
+    its description is the one describe-ahead made from the file."""
+    from streamops import describe_cache
+    from streamops.settings import PROJECT_ROOT
+    from streamops.spec import load_spec, spec_from_dict
+
+    spec = load_spec(PROJECT_ROOT / "config" / "jobs" / "fleet-pings-v2.yaml")
+    doc = spec.model_dump(mode="json")
+    by_length = {k: doc[k] for k in sorted(doc, key=lambda k: (len(k), k))}
+    by_length["args"] = {k: doc["args"][k] for k in sorted(doc["args"], key=lambda k: (len(k), k))}
+    assert list(by_length["args"]) != list(doc["args"])  # the order really differs
+    assert describe_cache.key(spec_from_dict(by_length)) == describe_cache.key(spec)
