@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from support.declarative_files import apply, spec_file
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.journal_oracle import check_logged_once, wait_logged
 
@@ -31,35 +31,15 @@ from spark_jobs import transactions
 from spark_jobs.sinks import journal_store
 from streamops.declarative import inflight
 from streamops.declarative.reconcile import PassResult, reconcile_once
-from streamops.declarative.resources import load_resources
 from streamops.declarative.store import Store
 from streamops.jobs import read_submissions
 from streamops.procedures.restore import earliest_positions
-from streamops.settings import PROJECT_ROOT
 from streamops.sim.transactions import TransactionSimulator
 from streamops.state.savepoints import catalogue
 
 pytestmark = pytest.mark.integration
 JOB = "transactions-decl"
-CONFIG = PROJECT_ROOT / "config" / "jobs"
 EXPORT = "tx-decl-v1-final"
-
-
-def spec_file(tmp: Path, base: str, store_url: str, version: str | None = None) -> Path:
-    spec = yaml.safe_load((CONFIG / base).read_text())
-    spec.update(name=JOB, args={**spec["args"], "store_url": store_url})
-    if version:
-        spec["version"] = version
-    path = tmp / f"spec-{spec['version']}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def apply(store: Store, tmp: Path, doc: dict[str, Any], name: str) -> None:
-    path = tmp / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    for resource in load_resources(path):
-        store.apply(resource, source=str(path))
 
 
 def passed(result: PassResult, *actions: str) -> PassResult:
@@ -77,9 +57,9 @@ def test_tutorial_as_desired_state(spark_cluster: ClusterHandle, tmp_path: Path)
     record_file = tmp_path / "entries.jsonl"
     engine = journal_store.engine_for(store_url, journal_store.LOG_TABLES)
     producer = TransactionSimulator(store_url, rate=40, seed=11, journal=record_file)
-    v1 = spec_file(tmp_path, "transactions.yaml", store_url)
-    v2 = spec_file(tmp_path, "transactions-v2.yaml", store_url)
-    v3 = spec_file(tmp_path, "transactions-v2.yaml", store_url, version="3")
+    v1 = spec_file(tmp_path, JOB, "transactions.yaml", store_url)
+    v2 = spec_file(tmp_path, JOB, "transactions-v2.yaml", store_url)
+    v3 = spec_file(tmp_path, JOB, "transactions-v2.yaml", store_url, version="3")
     deployment: dict[str, Any] = {"kind": "JobDeployment", "name": JOB, "spec_file": str(v1)}
     figures: dict[str, float] = {}
     producer.start()

@@ -21,37 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from support.declarative_files import apply, spec_file
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.journal_oracle import check_logged_once, wait_logged
 
 from spark_jobs.sinks import journal_store
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.declarative.reconcile import reconcile_once
-from streamops.declarative.resources import load_resources
 from streamops.declarative.store import Store
-from streamops.settings import PROJECT_ROOT
 from streamops.sim.transactions import TransactionSimulator
 from streamops.state.layout import read_json
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 JOB = "transactions-decl-faults"
-CONFIG = PROJECT_ROOT / "config" / "jobs"
-
-
-def _spec_file(tmp: Path, base: str, store_url: str) -> Path:
-    spec = yaml.safe_load((CONFIG / base).read_text())
-    spec.update(name=JOB, args={**spec["args"], "store_url": store_url})
-    path = tmp / f"spec-{spec['version']}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def _apply(store: Store, tmp: Path, doc: dict[str, Any]) -> None:
-    path = tmp / "deployment.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    for resource in load_resources(path):
-        store.apply(resource, source=str(path))
 
 
 def _passes_until(settings: Any, store: Store, phase: str, most: int = 6) -> list[str]:
@@ -77,19 +59,19 @@ def test_suspend_applied_while_an_upgrade_pass_runs_and_the_master_dies(
     record_file = tmp_path / "entries.jsonl"
     engine = journal_store.engine_for(store_url, journal_store.LOG_TABLES)
     producer = TransactionSimulator(store_url, rate=40, seed=17, journal=record_file)
-    v1 = _spec_file(tmp_path, "transactions.yaml", store_url)
-    v2 = _spec_file(tmp_path, "transactions-v2.yaml", store_url)
+    v1 = spec_file(tmp_path, JOB, "transactions.yaml", store_url)
+    v2 = spec_file(tmp_path, JOB, "transactions-v2.yaml", store_url)
     deployment: dict[str, Any] = {"kind": "JobDeployment", "name": JOB, "spec_file": str(v1)}
     producer.start()
     child: subprocess.Popen[bytes] | None = None
     try:
-        _apply(store, tmp_path, deployment)
+        apply(store, tmp_path, deployment)
         _passes_until(settings, store, "Running")
         wait_until(lambda: len(journal_store.read_log(engine)) >= 20, 60, "v1 to log entries")
 
         # v2 applied; a pass upgrades it in its own process
         deployment["spec_file"] = str(v2)
-        _apply(store, tmp_path, deployment)
+        apply(store, tmp_path, deployment)
         env = {**os.environ, **settings.to_env()}
         child = subprocess.Popen([sys.executable, "-m", "streamops", "reconcile", "--job", JOB],
                                  env=env, start_new_session=True,
@@ -108,7 +90,7 @@ def test_suspend_applied_while_an_upgrade_pass_runs_and_the_master_dies(
         master = spark_cluster.cluster.daemons()[MASTER_NAME]
         os.kill(master.pid, signal.SIGKILL)
         killed_at = time.monotonic()
-        _apply(store, tmp_path, {**deployment, "state": "suspended"})
+        apply(store, tmp_path, {**deployment, "state": "suspended"})
         time.sleep(8)
         spark_cluster.cluster.start()
         print(f"master down {time.monotonic() - killed_at:.0f}s during the upgrade pass")
@@ -124,7 +106,7 @@ def test_suspend_applied_while_an_upgrade_pass_runs_and_the_master_dies(
                    describe=lambda: str(registry.drivers(JOB)))  # fmt: skip
 
         # resumed → running again
-        _apply(store, tmp_path, deployment)
+        apply(store, tmp_path, deployment)
         _passes_until(settings, store, "Running")
         assert registry.view(JOB).healthy, describe_job(registry.view(JOB))
 
