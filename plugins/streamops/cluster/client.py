@@ -28,6 +28,8 @@ from streamops.settings import Settings
 
 SUBMISSIONS_PATH = "/v1/submissions"
 RESERVED_ENVIRONMENT = ("STREAMOPS_CLUSTER", "STREAMOPS_DAEMON")
+# the titles of the master's and a worker's HTML status pages (MasterPage, WorkerPage)
+SPARK_PAGE_TITLES = ("Spark Master at spark://", "Spark Worker at ")
 START_HINT = "start the local cluster with `streamops cluster start` or check the settings"
 
 
@@ -180,6 +182,10 @@ def _session() -> requests.Session:
     return session
 
 
+def _is_spark_status_page(text: str) -> bool:
+    return "<html" in text and any(title in text for title in SPARK_PAGE_TITLES)
+
+
 class MasterClient:
     """Reads the master's state and submits, kills and queries cluster-mode drivers."""
 
@@ -225,6 +231,13 @@ class MasterClient:
                 raise ClusterNotRunning(
                     f"{url} answered HTTP {response.status_code} without JSON: the master "
                     "is still starting, or another program uses its port"
+                ) from exc
+            if _is_spark_status_page(response.text):
+                # Spark's web UI listens before it has attached all its pages: for a moment
+                # "/" answers every path, "/json/" included, with the HTML status page
+                raise ClusterNotRunning(
+                    f"{url} answered with Spark's HTML status page instead of JSON: the "
+                    "daemon is still attaching its web pages"
                 ) from exc
             raise ClusterError(
                 f"{url} answered HTTP {response.status_code} without JSON: is another program "

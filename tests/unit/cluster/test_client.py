@@ -113,8 +113,19 @@ def test_status_and_kill(client: MasterClient) -> None:
 
 
 def test_non_json_answer(client: MasterClient) -> None:
-    with pytest.raises(ClusterError, match="without JSON"):
+    ROUTES[("GET", "/json/")] = (200, "<html><body>some other program</body></html>")
+    with pytest.raises(ClusterError, match="without JSON: is another program"):
         client.state()
+
+
+def test_a_master_still_attaching_its_pages_is_not_running_yet(client: MasterClient) -> None:
+    """Spark's UI listens before its "/json" page is attached: "/" answers "/json/" with the
+    HTML status page for a moment. That is a master starting, not another program."""
+    ROUTES[("GET", "/json/")] = (200, '<!DOCTYPE html><html data-bs-theme="light"><head>'
+                                      "<title>Spark Master at spark://127.0.0.1:7077</title>")
+    with pytest.raises(ClusterNotRunning, match="still attaching its web pages"):
+        client.state()
+    assert not client.is_alive()
 
 
 def test_submission_request_needs_master_and_name() -> None:
