@@ -1,4 +1,6 @@
-"""Task groups shared by the cluster DAGs (``cluster_restart``, ``rolling_scale``).
+"""Task groups shared by the cluster DAGs (``cluster_restart``, ``rolling_scale``); the
+restart's two paths (full: ``savepoint_all_jobs`` … ``restore_all_jobs``; warm:
+``hand_over_all_jobs``).
 
 Each task runs one step function of the ops library (:mod:`streamops.procedures.cluster_restart`,
 :mod:`streamops.procedures.scale`), the steps the CLI runs through the step runner; cluster
@@ -16,7 +18,7 @@ from airflow.sdk import task, task_group
 from airflow.sdk.exceptions import AirflowFailException
 
 from streamops.exceptions import StreamopsError
-from streamops.procedures import cluster_restart
+from streamops.procedures import cluster_handover, cluster_restart
 from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops_airflow.procedure_tasks import Step, run_step
 
@@ -59,19 +61,52 @@ def restore_all_jobs() -> None:
     def restore_from_savepoint(job: str) -> None:
         restart_step(cluster_restart.restore_jobs, jobs=[job])
 
-    @task(trigger_rule="none_failed")
+    # runs after the restores, or with none (no job: nothing mapped, skipped) once the jobs
+    # were listed; never when the full path was not taken (all its upstream skipped)
+    @task(trigger_rule="none_failed_min_one_success")
     def verify_healthy(timeout: int = int(HEALTH_TIMEOUT)) -> dict[str, str]:
         releases = restart_step(cluster_restart.verify_healthy, timeout=float(timeout))
         print(f"jobs healthy after the restart, with their classpath release: {releases}")
         return dict(releases)
 
-    restore_from_savepoint.expand(job=jobs_of_restart()) >> verify_healthy()
+    jobs = jobs_of_restart()
+    verified = verify_healthy()
+    restore_from_savepoint.expand(job=jobs) >> verified
+    jobs >> verified
+
+
+@task_group(group_id="hand_over_all_jobs")
+def hand_over_all_jobs() -> None:
+    """The warm path: the new release active under the running daemons, then every job
+    handed over to a standby on it (one mapped task per job), then every job healthy and
+    reporting the new release."""
+
+    @task
+    def switch_release_live() -> None:
+        restart_step(cluster_restart.switch_release)
+
+    @task(map_index_template="{{ task.op_kwargs['job'] }}")
+    def hand_over(job: str) -> None:
+        restart_step(cluster_handover.hand_over_jobs, jobs=[job])
+
+    @task(trigger_rule="none_failed_min_one_success")
+    def verify_released(timeout: int = int(HEALTH_TIMEOUT)) -> dict[str, str]:
+        releases = restart_step(cluster_handover.verify_released, timeout=float(timeout))
+        print(f"jobs healthy after their handover, with their classpath release: {releases}")
+        return dict(releases)
+
+    jobs = jobs_of_restart()
+    verified = verify_released()
+    switch_release_live() >> jobs  # the jobs to hand over, once the release is switched
+    hand_over.expand(job=jobs) >> verified
+    jobs >> verified
 
 
 @task(trigger_rule="one_failed", retries=0)
 def roll_back_restart() -> None:
-    """On a failed step: stop, switch back to the old release, start, restore every job
-    from its savepoint; then fail the run with the reason."""
+    """On a failed step: the full path stops, switches back to the old release, starts and
+    restores every job from its savepoint; the warm path switches back and hands the jobs
+    over again; then the run fails with the reason."""
     intent = run_step(cluster_restart.load_intent)
     if intent is None or intent.finished:
         raise AirflowFailException("the restart failed before any destructive step; nothing "
@@ -80,5 +115,6 @@ def roll_back_restart() -> None:
     run_step(cluster_restart.rollback, reason)
     raise AirflowFailException(
         f"cluster restart to {intent.release_to} failed ({reason}); rolled back to release "
-        f"{intent.release_from or 'none'} and restored {', '.join(intent.saved) or 'no jobs'}"
+        f"{intent.release_from or 'none'} ({intent.path} path); jobs running again: "
+        f"{', '.join(sorted(intent.savepoints)) or 'none'}"
     )

@@ -1,7 +1,8 @@
-"""The cluster DAGs: ``rolling_scale`` (2 → 3 → 2 workers) and ``cluster_restart`` (r1 → r2)
-run end to end with ``dag.test()`` against the session cluster and a live fleet job, every
-cluster step through the node agents; the oracle finds nothing lost or duplicated. Then the
-job ends and ``cluster_restart`` returns the cluster to r1 (nothing to restore).
+"""The cluster DAGs: ``rolling_scale`` (2 → 3 → 2 workers) and ``cluster_restart`` (r1 → r2
+by the warm path: the job handed over, no daemon stopped) run end to end with ``dag.test()``
+against the session cluster and a live fleet job, every cluster step through the node agents;
+the oracle finds nothing lost or duplicated. Then the job ends and ``cluster_restart`` returns
+the cluster to r1 by the full path (no job: every daemon stopped and started).
 Bad params fail the first task naming the param. Wall time of each run and the processing
 gap (from the job's status history) are printed as figures, never asserted.
 """
@@ -78,8 +79,15 @@ def test_cluster_dags_end_to_end(
         timed("rolling_scale 3→2", "rolling_scale", {"workers": 2})
         assert len(scale.alive_in_master(settings)) == 2 and registry.view(JOB).is_live
 
-        timed("cluster_restart r1→r2", "cluster_restart", {"release": "r2"})
-        assert registry.view(JOB).healthy
+        driver = registry.view(JOB).driver_id
+        run = timed("cluster_restart r1→r2 (warm: handed over)", "cluster_restart",
+                    {"release": "r2"})
+        states = task_states(run)
+        # the warm path: the job handed over to a new driver, no daemon stopped
+        assert states["hand_over_all_jobs.hand_over"] == "success", states
+        assert states["stop_cluster"] == states["savepoint_all_jobs.savepoint_with_cancel"] \
+            == "skipped", states
+        assert registry.view(JOB).healthy and registry.view(JOB).driver_id != driver
         wait_until(lambda: registry.view(JOB).status.classpath_release == "r2", 120,
                    "the job to report classpath release r2")  # a start-up hook, asynchronous
         fleet.end_data()
@@ -88,6 +96,9 @@ def test_cluster_dags_end_to_end(
     # back to r1 so the session's cluster is left as found: the job has ended, so this run
     # only restarts the daemons (restoring a job is what the run above measured)
     assert not registry.view(JOB).is_live
-    timed("cluster_restart r2→r1 (no job)", "cluster_restart", {"release": "r1"})
+    run = timed("cluster_restart r2→r1 (no job: full)", "cluster_restart", {"release": "r1"})
+    states = task_states(run)
+    assert states["stop_cluster"] == states["start_cluster"] == "success", states
+    assert states["hand_over_all_jobs.switch_release_live"] == "skipped", states
     print("\n" + "\n".join(FIGURES))
     assert ReleaseStore(settings).active() == "r1"

@@ -1,6 +1,7 @@
 """Node agents on the session cluster with a live fleet job: scale 2 → 3 → 2 workers, then
-a graceful full restart r1 → r2 (the job restored, the release visible in its status and
-output) and back to r1, so the session cluster is left as found; nothing lost, nothing
+a graceful restart r1 → r2 by the warm path (the job handed over, no daemon stopped, the
+release visible in its status and output) and back to r1 by the full path (every daemon
+stopped and started, the job restored), so the session cluster is left as found; nothing lost, nothing
 duplicated (the oracle). Figures (wall time, processing gap) are printed, not asserted.
 """
 
@@ -61,15 +62,19 @@ def test_scale_and_full_restart_switching_the_jar_release(
         assert len(scale.alive_in_master(settings)) == 2
         assert len(scale.running_workers(agents)) == 2
 
-        measured("restart r1→r2", lambda: cluster_restart.restart(settings, "r2"))
+        measured("restart r1→r2 (warm)", lambda: cluster_restart.restart(settings, "r2"))
         assert ReleaseStore(settings).active() == "r2"
         assert registry.view(JOB).healthy
         wait_until(lambda: registry.view(JOB).status.classpath_release == "r2", 120,
                    "the job to report classpath release r2")  # a start-up hook, asynchronous
         intent = cluster_restart.load_intent(settings)
         assert intent is not None and intent.phase == "done" and intent.restored == [JOB]
+        assert intent.path == "warm"
 
-        measured("restart r2→r1", lambda: cluster_restart.restart(settings, "r1"))
+        measured("restart r2→r1 (full)",
+                 lambda: cluster_restart.restart(settings, "r1", path="full"))
+        intent = cluster_restart.load_intent(settings)
+        assert intent is not None and intent.path == "full" and intent.restored == [JOB]
         wait_until(lambda: registry.view(JOB).status.classpath_release == "r1", 120,
                    "the job to report classpath release r1")
         assert releases_in_output(run.store_url)[-3:] == ["r1", "r2", "r1"]

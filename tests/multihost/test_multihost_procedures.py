@@ -68,7 +68,7 @@ def test_upgrade_with_a_warm_standby_across_hosts(hosts: MultiHost, fleet: HostF
 
 def test_full_restart_with_a_jar_swap_across_hosts(hosts: MultiHost, fleet: HostFleet,
                                                     airflow: Api) -> None:  # fmt: skip
-    tasks, took = _run(airflow, "cluster_restart", {"release": "r2"})
+    tasks, took = _run(airflow, "cluster_restart", {"release": "r2", "path": "full"})
     assert ReleaseStore(hosts.settings).active() == "r2"
     assert len(hosts.alive_workers()) == 3
     addresses = {h.address for n, h in hosts.hosts.items() if n.startswith("worker-")}

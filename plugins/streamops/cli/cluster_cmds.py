@@ -118,9 +118,13 @@ def register(sub: Any) -> None:
     train.set_defaults(handler=run_train_classes)
 
     restart = verbs.add_parser(
-        "restart", help="graceful full restart switching the jar release: savepoint every "
-        "job with cancel, stop, switch, start, restore (rolled back on failure)")
+        "restart", help="graceful restart switching the jar release (rolled back on failure): "
+        "warm path = switch under the running daemons and hand every job over to a standby on "
+        "it; full path = savepoint every job with cancel, stop, switch, start, restore")
     restart.add_argument("--release", required=True, help="jar release to switch to, e.g. r2")
+    restart.add_argument("--path", choices=("auto", "warm", "full"), default="auto",
+                         help="auto (default): warm while jobs run, full when none does; full: "
+                         "also for a change the master and workers load themselves")
     restart.set_defaults(handler=run_restart)
 
 
@@ -164,8 +168,9 @@ def run_train_classes(args: argparse.Namespace, settings: Settings) -> int:
 def run_restart(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.procedures.cluster_restart import restart
 
-    intent = restart(settings, args.release)
+    intent = restart(settings, args.release, path=args.path)
+    moved = "handed over" if intent.path == "warm" else "restored"
     print(f"cluster restarted on jar release {intent.release_to} (was "
-          f"{intent.release_from or 'none'}); jobs restored: "
+          f"{intent.release_from or 'none'}) by the {intent.path} path; jobs {moved}: "
           f"{', '.join(intent.restored) or 'none'}")
     return 0

@@ -1,10 +1,16 @@
-"""Graceful full-cluster restart that switches the classpath jar release.
+"""Graceful cluster restart that switches the classpath jar release: its two paths.
 
-Steps, each one function (one task of the ``cluster_restart`` DAG), all through the agents
-(the ``nodes`` of the operations port)::
+:func:`begin` records the intent and chooses the path
+(:mod:`streamops.procedures.cluster_restart_intent`): ``warm`` while jobs run (the release
+switched under the running daemons, each job handed over to a standby on it:
+:mod:`streamops.procedures.cluster_handover`, :data:`WARM_STEPS`), ``full`` when none runs or
+when asked (the whole cluster stopped and started, the daemons on the new release too).
 
-    begin(release)      record the intent: from/to release, running jobs and their specs by
-                        value, running workers
+The full path's steps, each one function (one task of the ``cluster_restart`` DAG), all
+through the agents (the ``nodes`` of the operations port)::
+
+    begin(release)      record the intent: from/to release, path, running jobs and their
+                        specs by value, running workers
     savepoint_jobs      savepoint every recorded job with cancel (the first steps of
                         :mod:`streamops.procedures.savepoint_restart`, whose intent is the job's
                         own)
@@ -14,7 +20,7 @@ Steps, each one function (one task of the ``cluster_restart`` DAG), all through 
     restore_jobs        start every job from its savepoint
     verify_healthy      wait until every job is healthy on the new release → done
     rollback(reason)    on failure: stop, switch back, start, restore from the same savepoints
-                        the specs the intent holds
+                        the specs the intent holds (a warm restart rolls back its own way)
 
 The intent ``<state>/cluster/intents/cluster-restart.json`` (:class:`RestartIntent`, kept by
 the intent store) is written before each destructive step and updated after it, so a
@@ -26,16 +32,26 @@ its failure policy the rollback.
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed, StreamopsError
+from streamops.procedures import cluster_handover as handover
 from streamops.procedures import savepoint_restart as procedure
 from streamops.procedures.cluster_nodes import switch_release_on_nodes
-from streamops.procedures.intent_store import IntentStore, StepRecord
-from streamops.procedures.operations import Nodes, Operations, World
+from streamops.procedures.cluster_restart_intent import (
+    OPERATION,
+    OWNER,
+    PATHS,
+    STORE,
+    RestartIntent,
+    begin,
+    current_or_last,
+    load_intent,
+    record_failure,
+)
+from streamops.procedures.cluster_restart_intent import current as _current
+from streamops.procedures.cluster_restart_intent import nodes_of as _nodes
+from streamops.procedures.operations import Operations, World
 from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.procedures.world import operations
@@ -43,84 +59,10 @@ from streamops.spec import spec_from_dict
 
 log = logging.getLogger("streamops.procedures.cluster_restart")
 
-__all__ = ["OPERATION", "OWNER", "RestartIntent", "STEPS", "begin", "load_intent",
-           "record_failure", "restart", "restore_jobs", "rollback", "savepoint_jobs",
-           "start_cluster", "stop_cluster", "switch_release", "switch_release_on_nodes",
-           "verify_healthy"]  # fmt: skip
-
-OPERATION = "cluster-restart"
-OWNER = "cluster-restart"  # of the jobs' own restart intents (jobs/<job>/restart.json)
-
-
-@dataclass
-class RestartIntent(StepRecord):
-    """What a restart is doing; persisted after every step."""
-
-    FINISHED = ("done", "rolled-back")
-
-    release_from: str | None
-    release_to: str
-    workers: list[str]
-    savepoints: dict[str, str]  # job -> savepoint name
-    specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # job -> its spec, by value
-    saved: list[str] = field(default_factory=list)
-    restored: list[str] = field(default_factory=list)
-    started_at: float = field(default_factory=time.time)
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    reason: str | None = None
-    owner: str = "cli"  # ``cli`` or ``airflow:<dag>/<run>``: who runs (and resumes) it
-
-
-STORE = IntentStore(RestartIntent, OPERATION, title="cluster restart", error=ClusterRestartFailed,
-                    cluster=True, history=True,
-                    describe=lambda i: f"cluster restart to {i.release_to}")  # fmt: skip
-
-
-def load_intent(world: World) -> RestartIntent | None:
-    return STORE.load(world)
-
-
-def _current(ops: Operations) -> RestartIntent:
-    intent = load_intent(ops)
-    if intent is None or intent.finished:
-        raise ClusterRestartFailed("no cluster restart in progress; begin one first "
-                                   "(`streamops cluster restart --release R`)")
-    return intent
-
-
-def _nodes(ops: Operations) -> Nodes:
-    if ops.nodes is None:
-        raise ClusterRestartFailed("this operations port reaches no node agents")
-    return ops.nodes
-
-
-def begin(ops: Operations, release: str, owner: str = "cli") -> RestartIntent:
-    """Record the intent of restarting onto ``release``; resume an unfinished one to it
-    (``owner``, the CLI or a DAG run, is who runs it from then on)."""
-    store = ReleaseStore(ops.settings)
-    store.path(release)  # UnknownRelease naming the known ones
-    intent = load_intent(ops)
-    if intent is not None and not intent.finished:
-        if intent.release_to != release:
-            raise ClusterRestartFailed(
-                f"a cluster restart to {intent.release_to} is in progress (phase "
-                f"{intent.phase}); resume it with that release or roll it back first")
-        log.info("resuming the cluster restart to %s at phase %s", release, intent.phase)
-        if intent.owner != owner:
-            intent.owner = owner
-            STORE.save(ops, intent, intent.phase, owner=owner)
-        return intent
-    jobs = sorted(v.name for v in ops.registry.list() if v.is_live)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    intent = RestartIntent(
-        release_from=store.active(), release_to=release, workers=_nodes(ops).running_workers(),
-        savepoints={job: f"{job}-restart-{stamp}" for job in jobs},
-        specs={job: ops.registry.current_spec(job).model_dump(mode="json") for job in jobs},
-        owner=owner)
-    STORE.save(ops, intent, "begun", jobs=jobs, workers=intent.workers)
-    log.info("cluster restart %s → %s: jobs %s, workers %s", intent.release_from, release,
-             ", ".join(jobs) or "none", ", ".join(intent.workers))
-    return intent
+__all__ = ["OPERATION", "OWNER", "PATHS", "STORE", "WARM_STEPS", "RestartIntent", "STEPS",
+           "begin", "load_intent", "record_failure", "restart", "restore_jobs", "rollback",
+           "savepoint_jobs", "start_cluster", "stop_cluster", "switch_release",
+           "switch_release_on_nodes", "verify_healthy"]  # fmt: skip
 
 
 def savepoint_jobs(ops: Operations, jobs: list[str] | None = None) -> dict[str, str]:
@@ -128,6 +70,9 @@ def savepoint_jobs(ops: Operations, jobs: list[str] | None = None) -> dict[str, 
     the savepoint steps of the job's restart from a savepoint, which resume on a retry (a
     request already sent is waited for, never sent twice)."""
     intent = _current(ops)
+    if intent.path == "warm":
+        raise ClusterRestartFailed(f"the cluster restart to {intent.release_to} takes the warm "
+                                   "path: its jobs are handed over, not saved and stopped")
     for job, name in intent.savepoints.items():
         if jobs is not None and job not in jobs:
             continue
@@ -205,14 +150,6 @@ def _restore_again(ops: Operations, intent: RestartIntent) -> None:
             STORE.save(ops, intent, intent.phase, restored=job, savepoint=name)
 
 
-def record_failure(world: World, reason: str) -> None:
-    """Keep why a step failed in the intent (the rollback reports it)."""
-    intent = load_intent(world)
-    if intent is not None and not intent.finished:
-        intent.reason = reason
-        STORE.save(world, intent, intent.phase, failure=reason[:2000])
-
-
 def _releases(ops: Operations, intent: RestartIntent) -> dict[str, str]:
     return {job: ops.registry.view(job).status.classpath_release or "unknown"
             for job in intent.saved}  # fmt: skip
@@ -242,6 +179,9 @@ def rollback(ops: Operations, reason: str, timeout: float = HEALTH_TIMEOUT) -> N
     back to the old release, start, restore every job from the same savepoint with the spec
     the intent holds."""
     intent = _current(ops)
+    if intent.path == "warm":
+        handover.roll_back(ops, reason, timeout)
+        return
     intent.reason = reason
     STORE.save(ops, intent, "rolling-back", reason=reason[:2000])
     for job in intent.saved:
@@ -266,29 +206,28 @@ def rollback(ops: Operations, reason: str, timeout: float = HEALTH_TIMEOUT) -> N
 
 STEPS = (savepoint_jobs, stop_cluster, switch_release, start_cluster, restore_jobs,
          verify_healthy)  # fmt: skip
+"""The full path."""
+WARM_STEPS = (switch_release, handover.hand_over_jobs, handover.verify_released)
+"""The warm path (:mod:`streamops.procedures.cluster_handover`)."""
 
 
 def restart(world: World, release: str, timeout: float = HEALTH_TIMEOUT,
-            owner: str = "cli") -> RestartIntent:  # fmt: skip
-    """The whole restart (CLI); on failure roll back and raise ``ClusterRestartFailed``."""
+            owner: str = "cli", path: str = "auto") -> RestartIntent:  # fmt: skip
+    """The whole restart (CLI) by ``path`` (``auto``, ``warm``, ``full``: see
+    :func:`~streamops.procedures.cluster_restart_intent.begin`); on failure roll back and
+    raise ``ClusterRestartFailed``."""
     ops = operations(world)
-    begin(ops, release, owner)
+    intent = begin(ops, release, owner, path)
 
     def roll_back(exc: StreamopsError) -> None:
         reason = f"{type(exc).__name__}: {exc}"
         log.error("cluster restart to %s failed: %s; rolling back", release, reason)
         rollback(ops, reason, timeout)
         raise ClusterRestartFailed(
-            f"cluster restart to {release} failed ({reason}); rolled back to release "
-            f"{_current_or_last(ops).release_from or 'none'} and restored the jobs"
+            f"cluster restart to {release} ({intent.path} path) failed ({reason}); rolled "
+            f"back to release {current_or_last(ops).release_from or 'none'} and the jobs run "
+            "again"
         ) from exc
 
-    run_steps(STEPS, ops, on_failure=roll_back)
-    return _current_or_last(ops)
-
-
-def _current_or_last(ops: Operations) -> RestartIntent:
-    intent = load_intent(ops)
-    if intent is None:
-        raise ClusterRestartFailed("the cluster restart intent record disappeared")
-    return intent
+    run_steps(WARM_STEPS if intent.path == "warm" else STEPS, ops, on_failure=roll_back)
+    return current_or_last(ops)

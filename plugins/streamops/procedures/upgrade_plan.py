@@ -42,8 +42,11 @@ def plan_upgrade(
         raise UpgradeRefused(f"spec {new_spec.name} is not a version of job {job}")
     ops = operations(world)
     old = old_spec or ops.registry.current_spec(job)
+    running = running_stages(ops, job)
+    # the spec that runs describes as it runs (a handover to the same spec: a cluster restart)
+    same = new_spec.model_dump(mode="json") == old.model_dump(mode="json")
     plan = UpgradePlan.build(
-        job, running_stages(ops, job), ops.submitter.describe_stages(new_spec),
+        job, running, running if same else ops.submitter.describe_stages(new_spec),
         from_version=old.version, to_version=new_spec.version,
         allow_state_drop=allow_state_drop,
     )  # fmt: skip

@@ -41,9 +41,9 @@ def test_unknown_release_is_refused_before_anything(fake: tuple[Operations, Fake
 
 def test_retried_steps_resume(fake: tuple[Operations, FakeCluster]) -> None:
     ops, cluster = fake
-    intent = cluster_restart.begin(ops, "r2")
+    intent = cluster_restart.begin(ops, "r2", path="full")
     assert (intent.release_from, intent.release_to, intent.workers) == ("r1", "r2", ["worker-1"])
-    assert cluster_restart.begin(ops, "r2").savepoints == intent.savepoints  # resumed
+    assert cluster_restart.begin(ops, "r2", path="full").savepoints == intent.savepoints  # resumed
     with pytest.raises(ClusterRestartFailed, match="restart to r2 is in progress"):
         cluster_restart.begin(ops, "r1")
     cluster_restart.savepoint_jobs(ops)
@@ -63,7 +63,7 @@ def test_a_savepoint_step_retried_after_a_crash_asks_once(
     """The task died after the driver answered, before the restart recorded the job saved:
     the retry resumes the job's own intent, it sends no second savepoint with cancel."""
     ops, cluster = fake
-    cluster_restart.begin(ops, "r2")
+    cluster_restart.begin(ops, "r2", path="full")
     save = cluster_restart.STORE.save
 
     def died_before_saved(world, intent, phase, **detail):  # type: ignore[no-untyped-def]
@@ -86,7 +86,7 @@ def test_rollback_before_the_stop_does_not_bounce_the_cluster(
 ) -> None:
     ops, cluster = fake
     monkeypatch.setattr(cluster_restart, "_wait_healthy", lambda ops, intent, timeout: {})
-    cluster_restart.begin(ops, "r2")
+    cluster_restart.begin(ops, "r2", path="full")
     cluster_restart.savepoint_jobs(ops)
     cluster_restart.rollback(ops, "stop failed")
     assert "stop cluster" not in cluster.calls and cluster.calls[-1].startswith("submit")
@@ -102,7 +102,7 @@ def test_the_rollback_starts_the_specs_the_intent_holds(
     (what the job's last spec would say now) changes nothing the rollback starts."""
     ops, cluster = fake
     monkeypatch.setattr(cluster_restart, "_wait_healthy", lambda ops, intent, timeout: {})
-    cluster_restart.begin(ops, "r2")
+    cluster_restart.begin(ops, "r2", path="full")
     cluster_restart.savepoint_jobs(ops)
     cluster.spec = load_spec(V2)
     cluster_restart.rollback(ops, "start failed")
@@ -116,7 +116,7 @@ def test_an_intent_of_the_older_layout_rolls_back_with_the_job_s_own_spec(
     restart intent holds by value."""
     ops, cluster = fake
     monkeypatch.setattr(cluster_restart, "_wait_healthy", lambda ops, intent, timeout: {})
-    cluster_restart.begin(ops, "r2")
+    cluster_restart.begin(ops, "r2", path="full")
     cluster_restart.savepoint_jobs(ops)
     path = ops.layout.intent_file("cluster-restart")
     old = {k: v for k, v in json.loads(path.read_text()).items()

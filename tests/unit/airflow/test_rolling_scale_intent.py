@@ -85,13 +85,17 @@ def test_the_cluster_restart_run_owns_its_intent(
 
     asked: dict[str, Any] = {}
 
-    def begin(s: Settings, release: str, owner: str = "cli") -> cluster_restart.RestartIntent:
-        asked.update(release=release, owner=owner)
-        return cluster_restart.RestartIntent("r1", release, ["worker-1"], {}, owner=owner)
+    def begin(s: Settings, release: str, owner: str = "cli",
+              path: str = "auto") -> cluster_restart.RestartIntent:  # fmt: skip
+        asked.update(release=release, owner=owner, path=path)
+        return cluster_restart.RestartIntent("r1", release, ["worker-1"], {}, owner=owner,
+                                             path="full")  # fmt: skip
 
     monkeypatch.setattr(cluster_restart, "begin", begin)
     monkeypatch.setattr("airflow.sdk.get_current_context",
                         lambda: {"ti": SimpleNamespace(dag_id="cluster_restart",
                                                        run_id="manual__2")})  # fmt: skip
-    assert _tasks("cluster_restart")["begin"]("r2") == {"from": "r1", "to": "r2"}
-    assert asked == {"release": "r2", "owner": "airflow:cluster_restart/manual__2"}
+    asked_for = {"release": "r2", "path": "auto"}
+    assert _tasks("cluster_restart")["begin"](asked_for) == "full"
+    assert asked == {"release": "r2", "owner": "airflow:cluster_restart/manual__2",
+                     "path": "auto"}
