@@ -2,7 +2,8 @@
 a graceful restart r1 → r2 by the warm path (the job handed over, no daemon stopped, the
 release visible in its status and output) and back to r1 by the full path (every daemon
 stopped and started, the job restored), so the session cluster is left as found; nothing
-lost, nothing duplicated (the oracle). Figures (wall time, processing gap) are printed, not asserted.
+lost, nothing duplicated (the oracle). Figures (wall time, processing gap) are printed, not
+asserted.
 """
 
 from __future__ import annotations
