@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 
 from streamops.exceptions import ClusterRestartFailed, StreamopsError
+from streamops.procedures import upgrade_steps
 from streamops.procedures.cluster_restart_intent import (
     OWNER,
     STORE,
@@ -77,13 +78,25 @@ def hand_over_jobs(ops: Operations, jobs: list[str] | None = None,
             log.info("job %s is already handed over", job)
             continue
         STORE.save(ops, intent, "handing-over", job=job, savepoint=name)
-        driver = _hand_over(ops, job, _spec(intent, job), name, timeout)
+        driver = _handed_over(ops, job, name) or _hand_over(ops, job, _spec(intent, job), name,
+                                                             timeout)  # fmt: skip
         intent.saved.append(job)
         intent.restored.append(job)
         STORE.save(ops, intent, "handed-over", job=job, driver=driver)
         log.info("job %s handed over to driver %s on release %s (savepoint %s)", job, driver,
                  intent.release_to, name)  # fmt: skip
     return list(intent.restored)
+
+
+def _handed_over(ops: Operations, job: str, savepoint: str) -> str | None:
+    """The driver ``job`` was handed over to through ``savepoint``, if that handover is done
+    (a step retried after it finished but before the restart recorded it): never twice."""
+    last = upgrade_steps.load_intent(ops, job)
+    if last is None or last.owner != OWNER or last.savepoint != savepoint or last.phase != "done":
+        return None
+    log.info("job %s was already handed over to driver %s (savepoint %s)", job,
+             last.new_driver, savepoint)  # fmt: skip
+    return str(last.new_driver)
 
 
 def _reported_release(ops: Operations, intent: RestartIntent, job: str, timeout: float) -> str:

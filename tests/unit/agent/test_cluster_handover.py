@@ -135,3 +135,27 @@ def test_the_path_is_chosen_once_and_kept(world: tuple[Operations, ReleasedClust
     with pytest.raises(ClusterRestartFailed, match="not active yet"):
         cluster_handover.hand_over_jobs(ops)
     assert cluster.calls == []  # nothing stopped, nothing submitted
+
+
+def test_a_handover_step_retried_after_the_handover_finished_does_not_hand_over_again(
+    world: tuple[Operations, ReleasedCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task died after the job's upgrade was done, before the restart recorded the job
+    handed over: the retry finds the finished handover of its savepoint and moves on."""
+    ops, cluster = world
+    cluster_restart.begin(ops, "r2")
+    cluster_restart.switch_release(ops)
+    save = cluster_restart.STORE.save
+
+    def died_before_recorded(world, intent, phase, **detail):  # type: ignore[no-untyped-def]
+        if phase == "handed-over":
+            raise KeyboardInterrupt("the worker died")
+        save(world, intent, phase, **detail)
+
+    monkeypatch.setattr(cluster_restart.STORE, "save", died_before_recorded)
+    with pytest.raises(KeyboardInterrupt):
+        cluster_handover.hand_over_jobs(ops)
+    monkeypatch.setattr(cluster_restart.STORE, "save", save)
+    assert cluster_handover.hand_over_jobs(ops) == [JOB]
+    assert cluster.count("standby") == 1
+    assert cluster_handover.verify_released(ops) == {JOB: "r2"}
