@@ -11,11 +11,15 @@ Jobs that exist only for a benchmark live in ``tests/perf/jobs/``, not in the pr
 ``spark_jobs`` package: :func:`use_bench_jobs` puts that folder on ``PYTHONPATH`` before the
 benchmark's cluster starts, and a spec names such a job by its module (``bench_state``).
 The tests' ``support`` package (e.g. fleetsim-beta as a process a benchmark can freeze) is
-importable too.
+importable too. What runs beside the cluster (Airflow, the dashboard, describe-ahead, as
+``streamops up`` starts them; ``--bare``: nothing) is :mod:`ops_stack`'s; the batches a job
+committed (``status-history.jsonl``), their first ones after a moment and the longest pause
+of a stage are read here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,7 +27,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterable
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from streamops.cluster.profile import ClusterProfile
 from streamops.settings import PROJECT_ROOT, Settings
@@ -74,21 +82,29 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 
 def bench_cluster(
-    prefix: str, worker_memory: str = "3g", worker_cores: int = 4, workers: int = 2
-) -> tuple[Path, Settings, LocalCluster]:
-    """A fresh state root, settings on free ports, and a cluster of ``workers`` (not yet
-    started).
+    prefix: str, worker_memory: str = "3g", worker_cores: int = 4, workers: int = 2,
+    bare: bool | None = None,
+) -> tuple[Path, Settings, LocalCluster]:  # fmt: skip
+    """A fresh state root, settings on free ports (the dashboard's too), and a cluster of
+    ``workers`` (not yet started).
 
     Four cores a worker (Spark's slots, not the machine's), as in ``config/cluster/local.yaml``:
-    a warm standby then gets its executors beside the running version."""
+    a warm standby then gets its executors beside the running version. ``bare`` (the
+    ``--bare`` flag of :func:`ops_stack.add_stack_args`) is said on the second line, under the
+    machine's speed: whether the benchmark runs beside the stack or bare (None: a benchmark
+    that has no such choice, nothing said)."""
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
+    if bare is not None:
+        print("bare: nothing beside the cluster and the simulators (--bare)" if bare else
+              "beside the stack: Airflow, the dashboard and describe-ahead, as `streamops up` "
+              "runs them (--bare: nothing beside)", flush=True)  # fmt: skip
     # SIGTERM (timeout, pkill) ends the benchmark through its finally blocks, which stop the
     # cluster and the simulators: Python's default would leave every JVM running
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     root = Path(tempfile.mkdtemp(prefix=prefix))
     settings = Settings.from_env(
         {}, state_root=str(root), master_port=free_port(), master_webui_port=free_port(),
-        rest_port=free_port(),
+        rest_port=free_port(), dashboard_port=free_port(),
     )  # fmt: skip
     profile = ClusterProfile.from_mapping(
         {"workers": workers, "worker_cores": worker_cores, "worker_memory": worker_memory,
@@ -129,3 +145,74 @@ def fleet_spec(
     update = {"name": job, "trigger_interval": trigger or spec.trigger_interval,
               "args": {**spec.args, **data}, "conf": merged}  # fmt: skip
     return spec.model_copy(update=update)
+
+
+# --- the batches a job committed (``<state>/jobs/<job>/status-history.jsonl``) -----------
+
+
+def batch_history(settings: Settings, job: str) -> list[dict[str, Any]]:
+    """Every batch ``job`` committed, in order: one record per query progress of a stage
+    (``stage``, ``version``, ``driver_id``, ``last_batch_at``, its rows and offsets)."""
+    path = settings.layout.status_history(job)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def first_batches(
+    settings: Settings, job: str, after: float, version: str | None = None
+) -> dict[str, float]:
+    """Per stage (of ``version``, or any), when it committed its first batch after ``after``."""
+    out: dict[str, float] = {}
+    for rec in batch_history(settings, job):
+        at = float(rec.get("last_batch_at") or 0)
+        if at > after and (version is None or rec.get("version") == version):
+            out.setdefault(rec["stage"], at)
+    return out
+
+
+def wait_batches_after(
+    settings: Settings, job: str, after: float, stages: set[str], timeout: float = 180
+) -> float:
+    """Wait until every one of ``stages`` committed a batch after ``after``; seconds from
+    ``after`` to the last of those first batches."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = first_batches(settings, job, after)
+        if stages <= set(found):
+            return max(found[s] for s in stages) - after
+        time.sleep(0.2)
+    raise SystemExit(f"no batch of every stage of {job} within {timeout:.0f}s")
+
+
+def batch_times(settings: Settings, job: str, stages: Iterable[str] = ()) -> dict[str, list[float]]:
+    """Per stage (at least ``stages``, empty when it committed none), its batches' commit
+    times in order."""
+    out: dict[str, list[float]] = {stage: [] for stage in stages}
+    for rec in batch_history(settings, job):
+        out.setdefault(rec["stage"], []).append(float(rec.get("last_batch_at") or 0))
+    return {stage: sorted(times) for stage, times in out.items()}
+
+
+def longest_pause(times: list[float], start: float, end: float) -> float:
+    """The longest interval between consecutive points of ``start``, the ``times`` between
+    ``start`` and ``end``, and ``end``: how long a stage committed nothing at most."""
+    points = [start, *(t for t in sorted(times) if start < t < end), end]
+    return max(b - a for a, b in pairwise(points))
+
+
+def gaps_across(
+    settings: Settings, job: str, t0: float, t1: float, stages: Iterable[str]
+) -> dict[str, float]:
+    """Per stage, the longest interval without a committed batch across ``[t0, t1]`` (an
+    operation's start and end): between its last batch at or before ``t0`` and its first
+    after ``t1``, each interval between consecutive batches. Every stage must have committed
+    a batch after ``t1`` (:func:`wait_batches_after`)."""
+    out = {}
+    for stage, times in batch_times(settings, job, stages).items():
+        before = [t for t in times if t <= t0]
+        after = [t for t in times if t > t1]
+        if not after:
+            raise SystemExit(f"stage {stage} of {job} committed no batch after {t1:.1f}")
+        out[stage] = longest_pause(times, before[-1] if before else t0, after[0])
+    return out
