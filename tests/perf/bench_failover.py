@@ -1,8 +1,9 @@
 """Benchmark: recovery of fleet-pings after faults, and lost/duplicated against the oracle.
 
-Starts its own local cluster (2 workers), both simulators at ``--rate`` pings/s, fleet-pings
-v1; then, one after the other on the same job, with ``--settle`` seconds of steady running
-before each:
+Starts its own local cluster (2 workers), beside the stack ``streamops up`` starts (Airflow,
+the dashboard, describe-ahead; ``--bare``: nothing beside, as before), both simulators at
+``--rate`` pings/s, fleet-pings v1; then, one after the other on the same job, with
+``--settle`` seconds of steady running before each:
 
 - ``node``: kill -9 of the node that hosts the driver: the worker daemon, the driver and the
   executors on it (the worker's whole process group). The worker is started again afterwards
@@ -38,7 +39,6 @@ first batch, and the machine's CPU use second by second (``/proc/stat``);
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -47,20 +47,24 @@ import threading
 import time
 from pathlib import Path
 
-from bench_upgrade import wait_caught_up
-from harness import bench_cluster, discard, fleet_spec, free_port
+from fleet_workload import FleetWorkload
+from harness import (
+    batch_times,
+    bench_cluster,
+    discard,
+    first_batches,
+    longest_pause,
+    wait_batches_after,
+)
+from ops_stack import add_stack_args, beside_stack
 from support.beta_process import BetaProcess
-from support.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
 
-from spark_jobs.sinks import store
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.submission import submit_hot_standby
 from streamops.jobs import JobRegistry
 from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
-from streamops.sim import AlphaSimulator, read_journal
-from streamops.sim.journal import valid_pings
 from streamops.stack.class_training import train_class_archives
 from streamops.stack.local_cluster import LocalCluster
 from streamops.state.job_status import read_status
@@ -154,29 +158,14 @@ def timeline(root: Path, settings: Settings, t0: float, until: float) -> list[st
             found.append((at, f"          {at:6.2f} s  {who:7s} {line[24:][:140]}"))
     out += [text for _, text in sorted(found)]
     out.append(f"          machine CPU busy %, second by second: {CPU.by_second(t0, until)}")
-    for stage, at in sorted(next_batches(settings, t0).items(), key=lambda kv: kv[1]):
+    for stage, at in sorted(first_batches(settings, JOB, t0).items(), key=lambda kv: kv[1]):
         out.append(f"          {at - t0:6.2f} s  first batch of stage {stage} committed")
     return out
 
 
-def next_batches(settings: Settings, after: float) -> dict[str, float]:
-    """Per stage, the first batch committed after ``after`` (from status-history.jsonl)."""
-    out: dict[str, float] = {}
-    for line in settings.layout.status_history(JOB).read_text().splitlines():
-        rec = json.loads(line)
-        if float(rec.get("last_batch_at") or 0) > after:
-            out.setdefault(rec["stage"], float(rec["last_batch_at"]))
-    return out
-
-
-def wait_recovered(settings: Settings, t0: float, stages: set[str], timeout: float = 180) -> float:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = next_batches(settings, t0)
-        if stages <= set(found):
-            return max(found[s] for s in stages) - t0
-        time.sleep(0.2)
-    raise SystemExit(f"no batch of every stage within {timeout:.0f}s of the fault")
+def wait_recovered(settings: Settings, t0: float, stages: set[str]) -> float:
+    """Seconds from ``t0`` (the fault) to every stage's next committed batch."""
+    return wait_batches_after(settings, JOB, t0, stages)
 
 
 def detect(
@@ -245,13 +234,8 @@ def stall(settings: Settings, beta: BetaProcess, seconds: float, stages: set[str
         if detected != detected and beta_state(settings) == "degraded":
             detected = time.time() - t0
         time.sleep(0.1)
-    gaps: dict[str, list[float]] = {stage: [] for stage in stages}
-    for line in settings.layout.status_history(JOB).read_text().splitlines():
-        rec = json.loads(line)
-        if float(rec.get("last_batch_at") or 0) >= t0:
-            gaps.setdefault(rec["stage"], []).append(float(rec["last_batch_at"]))
     now = time.time()
-    pause = max(b - a for ts in gaps.values() for a, b in zip([t0, *ts], [*ts, now], strict=True))
+    pause = max(longest_pause(ts, t0, now) for ts in batch_times(settings, JOB, stages).values())
     seen = beta_committed(settings)
     thawed = time.time()
     beta.thaw()
@@ -353,11 +337,17 @@ def main() -> None:
     ap.add_argument("--standby", choices=("none", "hot"), default="none")
     ap.add_argument("--stall", type=float, default=30.0, help="seconds beta stays frozen")
     ap.add_argument("--timeline", action="store_true", help="print a relaunch's start-up steps")
-    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Spark property of the job (repeatable; an empty value drops it)")
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property of the job (repeatable; an empty value drops it)",
+    )
     ap.add_argument("--no-class-archives", dest="class_archives", action="store_false",
                     help="do not train the cluster's class archives first (JVMs load every "
-                         "class from jars)")
+                         "class from jars)")  # fmt: skip
+    add_stack_args(ap)
     args = ap.parse_args()
     conf = dict(c.split("=", 1) for c in args.conf)
     if args.timeline:
@@ -366,56 +356,37 @@ def main() -> None:
         CPU.start()
     logging.basicConfig(level=logging.WARNING)
     workers = 3 if args.standby == "hot" else 2
-    root, settings, cluster = bench_cluster("bench-failover-", "3g", workers=workers)
-    work = root / "work"
-    alpha = AlphaSimulator(work / "alpha", seed=5, rate=args.rate, journal=work / "a.jsonl")
-    work.mkdir(parents=True)
-    beta = BetaProcess(free_port(), work / "beta-log", work / "b.jsonl", work / "beta.log",
-                       seed=6, vehicles=100, rate=args.rate, malformed_every=0)  # fmt: skip
-    url = f"sqlite:///{work / 'fleet.db'}"
+    root, settings, cluster = bench_cluster("bench-failover-", "3g", workers=workers,
+                                            bare=args.bare)  # fmt: skip
+    fleet = FleetWorkload.create(root / "work", args.rate)
     lines = []
     try:
         cluster.start()
         if args.class_archives:
             print(train_class_archives(settings).describe(), flush=True)
-        beta.start()
-        alpha.start()
-        spec = fleet_spec("fleet-pings.yaml", JOB, "1 second",
-                          {"alpha_dir": str(work / "alpha"), "beta_url": beta.url,
-                           "store_url": url}, conf)  # fmt: skip
-        spec = spec.model_copy(update={"standby": args.standby})
-        submit_job(spec, settings, wait_healthy=600)
-        stages = set(JobRegistry(settings).view(JOB).stages)
-        since = 0.0
-        for kind in args.faults.split(","):
-            if args.standby == "hot":
-                armed = armed_apart(settings, spec, since)
-                if since:
-                    print(f"          a new standby armed {armed - since:.1f} s after the fault")
-            time.sleep(args.settle)
-            since = time.time()
-            line = (stall(settings, beta, args.stall, stages) if kind.strip() == "stall"
-                    else fault(cluster, settings, kind.strip(), stages,
-                               root if args.timeline else None))  # fmt: skip
-            print(line, flush=True)
-            lines.append(line)
-        time.sleep(5)
-        alpha.stop()
-        beta.stop()  # generation ends; started again on its log, it serves what it emitted
-        beta.start(max_pings=0)
-        wait_caught_up(JobRegistry(settings), JOB, work / "alpha", int(beta.head()["last"]))
-        good = valid_pings(read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl"))
-        engine = store.engine_for(url)
-        veh = compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles))
-        win = compare_windows(tumbling_windows(good), store.read_table(engine, store.vehicle_stats))
-        lines.append(
-            f"oracle: vehicles {len(veh.missing)} lost / {len(veh.unexpected)} extra / "
-            f"{len(veh.different)} different; windows {len(win.missing)} lost / "
-            f"{len(win.unexpected)} extra / {len(win.different)} different (of {win.expected})"
-        )
+        with beside_stack(settings, args.bare):
+            fleet.start()
+            spec = fleet.spec(JOB, conf).model_copy(update={"standby": args.standby})
+            submit_job(spec, settings, wait_healthy=600)
+            stages = set(JobRegistry(settings).view(JOB).stages)
+            since = 0.0
+            for kind in args.faults.split(","):
+                if args.standby == "hot":
+                    armed = armed_apart(settings, spec, since)
+                    if since:
+                        print(f"          a new standby armed {armed - since:.1f} s after the "
+                              "fault")  # fmt: skip
+                time.sleep(args.settle)
+                since = time.time()
+                line = (stall(settings, fleet.beta, args.stall, stages) if kind.strip() == "stall"
+                        else fault(cluster, settings, kind.strip(), stages,
+                                   root if args.timeline else None))  # fmt: skip
+                print(line, flush=True)
+                lines.append(line)
+            time.sleep(5)
+            lines.append(fleet.check(settings, JOB))
     finally:
-        alpha.stop()
-        beta.stop()
+        fleet.stop()
         registry = JobRegistry(settings)
         try:
             if registry.view(JOB).is_live:

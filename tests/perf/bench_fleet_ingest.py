@@ -1,8 +1,9 @@
 """Benchmark: sustained pings/s through fleet-pings into ``vehicles``, and event-to-store latency.
 
-Starts its own local cluster (2 workers, free ports, a temporary state root), both
-simulators at ``--rate`` pings/s in total, and the job; measures for ``--seconds`` after a
-warm-up; stops everything. Not part of the test suite. Prints:
+Starts its own local cluster (2 workers, free ports, a temporary state root), beside the
+stack ``streamops up`` starts (Airflow, the dashboard, describe-ahead; ``--bare``: nothing
+beside, as before), both simulators at ``--rate`` pings/s in total, and the job; measures
+for ``--seconds`` after a warm-up; stops everything. Not part of the test suite. Prints:
 
 - offered and processed pings/s (the vehicles stage's input rows over the window, from
   ``status-history.jsonl``), the backlog left at the end;
@@ -25,6 +26,7 @@ import threading
 import time
 
 from harness import bench_cluster, discard, fleet_spec, pct
+from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
@@ -56,13 +58,19 @@ def main() -> None:
     ap.add_argument("--trigger", default="1 second")
     ap.add_argument("--max-records", type=int, default=200000, help="beta records per batch")
     ap.add_argument("--store-url", help="default: SQLite in the temporary state root")
-    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Spark property of the job (repeatable; an empty value drops it)")
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property of the job (repeatable; an empty value drops it)",
+    )
+    add_stack_args(ap)
     args = ap.parse_args()
     conf = dict(c.split("=", 1) for c in args.conf)
     logging.basicConfig(level=logging.WARNING)
 
-    root, settings, cluster = bench_cluster("bench-fleet-", "3g")
+    root, settings, cluster = bench_cluster("bench-fleet-", "3g", bare=args.bare)
     url = args.store_url or f"sqlite:///{root / 'fleet.db'}"
     half = args.rate / 2
     alpha = AlphaSimulator(root / "alpha", vehicles=args.vehicles, rate=half,
@@ -73,23 +81,24 @@ def main() -> None:
     latencies: list[float] = []
     try:
         cluster.start()
-        beta.start()
-        data = {"alpha_dir": str(root / "alpha"), "beta_url": beta.url, "store_url": url,
-                "beta_max_records_per_batch": args.max_records}  # fmt: skip
-        spec = fleet_spec("fleet-pings.yaml", "fleet-bench", args.trigger, data, conf)
-        submit_job(spec, settings, wait_healthy=600)
-        alpha.start()
-        time.sleep(args.warmup)
-        t0 = time.time()
-        emitted0 = alpha.emitted + beta.emitted
-        sampler = threading.Thread(target=sample_latency, args=(url, stop, latencies, t0))
-        sampler.start()
-        time.sleep(args.seconds)
-        t1 = time.time()
-        emitted1 = alpha.emitted + beta.emitted
-        stop.set()
-        sampler.join()
-        report(settings, spec.name, t0, t1, emitted1 - emitted0, latencies, beta.emitted)
+        with beside_stack(settings, args.bare):
+            beta.start()
+            data = {"alpha_dir": str(root / "alpha"), "beta_url": beta.url, "store_url": url,
+                    "beta_max_records_per_batch": args.max_records}  # fmt: skip
+            spec = fleet_spec("fleet-pings.yaml", "fleet-bench", args.trigger, data, conf)
+            submit_job(spec, settings, wait_healthy=600)
+            alpha.start()
+            time.sleep(args.warmup)
+            t0 = time.time()
+            emitted0 = alpha.emitted + beta.emitted
+            sampler = threading.Thread(target=sample_latency, args=(url, stop, latencies, t0))
+            sampler.start()
+            time.sleep(args.seconds)
+            t1 = time.time()
+            emitted1 = alpha.emitted + beta.emitted
+            stop.set()
+            sampler.join()
+            report(settings, spec.name, t0, t1, emitted1 - emitted0, latencies, beta.emitted)
     finally:
         stop.set()
         alpha.stop()

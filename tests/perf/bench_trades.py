@@ -1,9 +1,11 @@
 """Benchmark: the trade analyser (v2: ``avg-1s``, ``avg-1m``, ``vol-1s``) at a given trade rate.
 
-Starts its own local cluster (2 workers, free ports, a temporary state root), the trades
-producer (fleetsim-beta's log server with the market data set) at each ``--rates`` value in
-turn, and for each rate a fresh trade-analyser v2 job; measures for ``--seconds`` after a
-warm-up; stops everything. Not part of the test suite. Prints, per rate:
+Starts its own local cluster (2 workers, free ports, a temporary state root), beside the
+stack ``streamops up`` starts (Airflow, the dashboard, describe-ahead; ``--bare``: nothing
+beside, as before), the trades producer (fleetsim-beta's log server with the market data
+set) at each ``--rates`` value in turn, and for each rate a fresh trade-analyser v2 job;
+measures for ``--seconds`` after a warm-up; stops everything. Not part of the test suite.
+Prints, per rate:
 
 - offered and processed trades/s (each stage's input rows over the window, from
   ``status-history.jsonl``) and the backlog left at the end (producer head minus the
@@ -29,6 +31,7 @@ import time
 from pathlib import Path
 
 from harness import bench_cluster, discard, fleet_spec, pct
+from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
 from spark_jobs.sinks import store
@@ -55,8 +58,11 @@ def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespa
     registry = JobRegistry(settings)
     try:
         producer.start()
-        data = {"trades_url": producer.url, "store_url": url,
-                **({"max_records_per_batch": args.max_records} if args.max_records else {})}
+        data = {
+            "trades_url": producer.url,
+            "store_url": url,
+            **({"max_records_per_batch": args.max_records} if args.max_records else {}),
+        }
         spec = fleet_spec(args.spec, job, args.trigger, data, args.conf_map)
         print(f"{job}: {args.spec}, trigger {spec.trigger_interval}", flush=True)
         submit_job(spec, settings, wait_healthy=600)
@@ -106,8 +112,10 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
         lat = [upd - end / 1000 for s, end, upd in rows
                if s == series and t0 <= end / 1000 <= t1]  # fmt: skip
         if lat:
-            print(f"  {series:8} window close → store p50 {pct(lat, .5):.2f} s  "
-                  f"p90 {pct(lat, .9):.2f} s  p99 {pct(lat, .99):.2f} s  ({len(lat)} windows)")
+            print(
+                f"  {series:8} window close → store p50 {pct(lat, 0.5):.2f} s  "
+                f"p90 {pct(lat, 0.9):.2f} s  p99 {pct(lat, 0.99):.2f} s  ({len(lat)} windows)"
+            )
             out[series] = pct(lat, 0.99)
         else:
             print(f"  {series:8} no window ended in the measurement window")
@@ -122,24 +130,31 @@ def main() -> None:
     ap.add_argument("--trigger", help="the job's trigger interval (default: the spec's)")
     ap.add_argument("--max-records", type=int, help="trades per batch (default: the spec's)")
     ap.add_argument("--spec", default="trade-analyser-v2.yaml", help="a file of config/jobs/")
-    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Spark property of the job (repeatable; an empty value drops it)")
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property of the job (repeatable; an empty value drops it)",
+    )
+    add_stack_args(ap)
     args = ap.parse_args()
     args.conf_map = dict(c.split("=", 1) for c in args.conf)
     logging.basicConfig(level=logging.WARNING)
 
-    root, settings, cluster = bench_cluster("bench-trades-", "3g")
+    root, settings, cluster = bench_cluster("bench-trades-", "3g", bare=args.bare)
     results = []
     try:
         cluster.start()
-        for rate in (float(r) for r in args.rates.split(",")):
-            results.append(run_rate(settings, root, rate, args))
+        with beside_stack(settings, args.bare):
+            for rate in (float(r) for r in args.rates.split(",")):
+                results.append(run_rate(settings, root, rate, args))
     finally:
         cluster.stop()
         discard(root)
     kept = [r["rate"] for r in results if r["kept_up"]]
     print(f"\nkept up with: {', '.join(f'{r:.0f}' for r in kept) or 'none'} trades/s "
-          "(every stage processed at least 95 % of the offered rate)")
+          "(every stage processed at least 95 % of the offered rate)")  # fmt: skip
 
 
 if __name__ == "__main__":

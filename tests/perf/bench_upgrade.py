@@ -1,8 +1,10 @@
 """Benchmark: the processing gap of a v1 → v2 upgrade of fleet-pings, and lost/duplicated.
 
-Starts its own local cluster, both simulators at ``--rate`` pings/s each, fleet-pings v1;
-upgrades to v2 while data flows; ``--after`` seconds later stops the simulators (beta goes on
-serving) and waits until v2 has read everything; prints:
+Starts its own local cluster, beside the stack ``streamops up`` starts (Airflow, the
+dashboard, describe-ahead; ``--bare``: nothing beside, as before), both simulators at
+``--rate`` pings/s each, fleet-pings v1; upgrades to v2 while data flows; ``--after``
+seconds later stops the simulators (beta goes on serving) and waits until v2 has read
+everything; prints:
 
 - the gap: savepoint request → first batch committed by v2 (from status-history.jsonl),
   with the savepoint-with-cancel part, and the time until every stage of v2 committed one;
@@ -15,54 +17,20 @@ serving) and waits until v2 has read everything; prints:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster, discard, fleet_spec
-from support.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
+from fleet_workload import oracle_text, wait_caught_up
+from harness import bench_cluster, discard, first_batches, fleet_spec
+from ops_stack import add_stack_args, beside_stack
 
-from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
 from streamops.procedures.submit import submit_job
 from streamops.procedures.upgrade import upgrade
 from streamops.settings import Settings
-from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
-from streamops.sim.journal import valid_pings
+from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.stack.class_training import train_class_archives
-
-
-def first_batches(history: Path, version: str, after: float) -> dict[str, float]:
-    """Per stage of ``version``, when it committed its first batch after ``after``."""
-    out: dict[str, float] = {}
-    for line in history.read_text().splitlines():
-        rec = json.loads(line)
-        if rec.get("version") == version and rec["last_batch_at"] >= after:
-            out.setdefault(rec["stage"], float(rec["last_batch_at"]))
-    return out
-
-
-def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: int) -> None:
-    """Wait until every stage has read the last alpha file and beta sequence."""
-    final = {"file": max(p.name for p in alpha_dir.glob("pings-*.csv")), "sequence": beta_last}
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        stages = registry.view(job).stages.values()
-        seen = [
-            {
-                k: v
-                for src in st.sources
-                if isinstance(src.end_offset, dict)
-                for k, v in src.end_offset.items()
-            }
-            for st in stages
-        ]
-        if seen and all(s.get("file") == final["file"] and s.get("sequence") == beta_last
-                        for s in seen):  # fmt: skip
-            return
-        time.sleep(1)
-    raise SystemExit(f"{job} did not read up to {final} within 300 s")
 
 
 def run_once(
@@ -95,23 +63,16 @@ def run_once(
         time.sleep(after)
         alpha.stop()
         beta.finish()  # the server keeps answering until the end
-        firsts = first_batches(settings.layout.status_history(job), "2", t0)
+        firsts = first_batches(settings, job, t0, version="2")
         wait_caught_up(registry, job, work / "alpha", beta.emitted)
-        records = read_journal(work / "a.jsonl") + read_journal(work / "b.jsonl")
-        good = valid_pings(records)
-        engine = store.engine_for(url)
-        veh = compare_vehicles(latest_per_vin(good), store.read_table(engine, store.vehicles))
-        win = compare_windows(tumbling_windows(good), store.read_table(engine, store.vehicle_stats))
+        oracle = oracle_text([work / "a.jsonl", work / "b.jsonl"], url)
         gap = f"{min(firsts.values()) - t0:6.1f} s" if firsts else "  n/a"
         every = f"{max(firsts.values()) - t0:.1f} s" if firsts else "n/a"
         return (
             f"run {i} ({'warm' if warm else 'cold'}): gap {gap} (savepoint+cancel "
             f"{outcome.savepoint_s:.1f} s; every stage's first batch {every}; upgrade() "
             f"returned {outcome.start_s:.1f} s after the savepoint; request at {t0:.1f}); "
-            f"vehicles {len(veh.missing)} lost / "
-            f"{len(veh.unexpected)} extra / {len(veh.different)} different; windows "
-            f"{len(win.missing)} lost / {len(win.unexpected)} extra / {len(win.different)} "
-            f"different (of {win.expected})"
+            f"{oracle}"
         )
     finally:
         alpha.stop()
@@ -144,24 +105,26 @@ def main() -> None:
         "--no-class-archives", dest="class_archives", action="store_false",
         help="do not train the cluster's class archives first (JVMs load every class from jars)",
     )  # fmt: skip
+    add_stack_args(ap)
     args = ap.parse_args()
     conf = dict(item.split("=", 1) for item in args.conf)
     logging.basicConfig(level=logging.WARNING)
-    root, settings, cluster = bench_cluster("bench-upgrade-", "3g")
+    root, settings, cluster = bench_cluster("bench-upgrade-", "3g", bare=args.bare)
     try:
         cluster.start()
         if args.class_archives:
             training = train_class_archives(settings)
             print(training.describe(), flush=True)
         modes = [False, True] if args.mode == "both" else [args.mode == "warm"]
-        lines = [
-            run_once(
-                settings, root, args.rate, args.after, i * len(modes) + j, warm, args.event_log,
-                conf,
-            )
-            for i in range(args.runs)
-            for j, warm in enumerate(modes)
-        ]
+        with beside_stack(settings, args.bare):
+            lines = [
+                run_once(
+                    settings, root, args.rate, args.after, i * len(modes) + j, warm,
+                    args.event_log, conf,
+                )
+                for i in range(args.runs)
+                for j, warm in enumerate(modes)
+            ]  # fmt: skip
     finally:
         cluster.stop()
         discard(root, keep=args.event_log)  # the event logs are in it
