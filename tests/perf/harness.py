@@ -95,9 +95,9 @@ def bench_cluster(
     that has no such choice, nothing said)."""
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
     if bare is not None:
-        print("bare: nothing beside the cluster and the simulators (--bare)" if bare else
-              "beside the stack: Airflow, the dashboard and describe-ahead, as `streamops up` "
-              "runs them (--bare: nothing beside)", flush=True)  # fmt: skip
+        print("run: bare (--bare)" if bare else
+              "run: beside the stack (Airflow, the dashboard and describe-ahead, as `streamops "
+              "up` runs them; --bare: nothing beside)", flush=True)  # fmt: skip
     # SIGTERM (timeout, pkill) ends the benchmark through its finally blocks, which stop the
     # cluster and the simulators: Python's default would leave every JVM running
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
