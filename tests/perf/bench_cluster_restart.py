@@ -27,10 +27,8 @@ savepoint, ``auto`` lets the procedure choose. Then it prints:
 from __future__ import annotations
 
 import argparse
-import inspect
 import logging
 import time
-from typing import Any
 
 from fleet_workload import FleetWorkload
 from harness import bench_cluster, discard, gaps_across, wait_batches_after
@@ -47,20 +45,9 @@ JOB = "fleet-bench-restart"
 RELEASES = ("r1", "r2")
 
 
-def path_kwargs(path: str) -> dict[str, str]:
-    """``restart()``'s ``path`` keyword; a ``restart()`` without one has the full path only
-    (``auto`` and ``full`` run it, ``warm`` cannot)."""
-    if "path" in inspect.signature(cluster_restart.restart).parameters:
-        return {"path": path}
-    if path == "warm":
-        raise SystemExit("this cluster_restart.restart() has no `path` keyword (no warm path "
-                         "yet): run --path full or auto")  # fmt: skip
-    return {}
-
-
-def phases(intent: Any) -> str:
+def phases(intent: cluster_restart.RestartIntent) -> str:
     """The intent's phases, each once when it changed, in seconds from the first."""
-    steps = list(getattr(intent, "steps", None) or [])
+    steps = intent.steps
     if not steps:
         return "none recorded"
     start, out, last = float(steps[0]["at"]), [], None
@@ -73,11 +60,10 @@ def phases(intent: Any) -> str:
 
 def run_restart(settings: Settings, release: str, path: str, stages: set[str]) -> list[str]:
     """The restart to ``release`` on the running job: its lines of figures."""
-    kwargs = path_kwargs(path)
     before = ReleaseStore(settings).active()
     print(f"cluster restart {before} → {release}, path {path} asked ...", flush=True)
     t0 = time.time()
-    intent = cluster_restart.restart(settings, release, **kwargs)
+    intent = cluster_restart.restart(settings, release, path=path)
     t1 = time.time()
     wait_batches_after(settings, JOB, t1, stages)  # every stage's first batch after it
     gaps = gaps_across(settings, JOB, t0, t1, stages)
@@ -85,7 +71,7 @@ def run_restart(settings: Settings, release: str, path: str, stages: set[str]) -
     releases = {v.name: v.status.classpath_release for v in registry.list() if v.is_live}
     per_stage = ", ".join(f"{stage} {gap:.1f} s" for stage, gap in sorted(gaps.items()))
     return [
-        f"restart {before} → {release}: path {getattr(intent, 'path', 'full')} (asked {path}), "
+        f"restart {before} → {release}: path {intent.path} (asked {path}), "
         f"{t1 - t0:.1f} s (phases, s from its start: {phases(intent)})",
         f"gap: {max(gaps.values()):.1f} s (per stage: {per_stage})",
         "classpath release after: "
@@ -108,7 +94,6 @@ def main() -> None:
                          "class from jars)")  # fmt: skip
     add_stack_args(ap)
     args = ap.parse_args()
-    path_kwargs(args.path)  # before a cluster starts: a path this restart() lacks
     logging.basicConfig(level=logging.WARNING)
     root, settings, cluster = bench_cluster("bench-restart-", "3g", workers=2, bare=args.bare)
     fleet = FleetWorkload.create(root / "work", args.rate)
