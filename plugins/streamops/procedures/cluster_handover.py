@@ -50,10 +50,6 @@ def _spec(intent: RestartIntent, job: str) -> JobSpec:
     return spec_from_dict(intent.specs[job], f"the spec of {job} before the cluster restart")
 
 
-def _switched(intent: RestartIntent) -> bool:
-    return any(step.get("phase") == "switched" for step in intent.steps)
-
-
 def _hand_over(ops: Operations, job: str, spec: JobSpec, savepoint: str, timeout: float) -> str:
     outcome = upgrade(ops, job, spec, savepoint=savepoint, standby="auto", owner=OWNER,
                       health_timeout=timeout, rollback_timeout=timeout)  # fmt: skip
@@ -68,7 +64,7 @@ def hand_over_jobs(ops: Operations, jobs: list[str] | None = None,
     if intent.path != "warm":
         raise ClusterRestartFailed(f"the cluster restart to {intent.release_to} takes the "
                                    f"{intent.path} path; its jobs are restored, not handed over")
-    if not _switched(intent):
+    if not intent.reached("switched"):
         raise ClusterRestartFailed(f"release {intent.release_to} is not active yet: switch it "
                                    "before handing the jobs over")
     for job, name in intent.savepoints.items():
@@ -141,7 +137,7 @@ def roll_back(ops: Operations, reason: str, timeout: float = HEALTH_TIMEOUT) -> 
     intent = current(ops)
     intent.reason = reason
     STORE.save(ops, intent, "rolling-back", reason=reason[:2000])
-    if _switched(intent) and intent.release_from:
+    if intent.reached("switched") and intent.release_from:
         nodes_of(ops).switch_release(intent.release_from)
     for job, name in intent.savepoints.items():
         view = ops.registry.view(job)

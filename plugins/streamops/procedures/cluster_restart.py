@@ -190,7 +190,7 @@ def rollback(ops: Operations, reason: str, timeout: float = HEALTH_TIMEOUT) -> N
                 ops.registry.cancel(job)
             except StreamopsError as exc:
                 log.warning("could not cancel %s during rollback: %s", job, exc)
-    if any(step["phase"] == "stopping" for step in intent.steps):
+    if intent.reached("stopping"):
         nodes = _nodes(ops)
         nodes.stop_all()
         if intent.release_from:

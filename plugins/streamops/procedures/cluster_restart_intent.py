@@ -56,6 +56,10 @@ class RestartIntent(StepRecord):
     drivers: dict[str, str] = field(default_factory=dict)  # job -> its driver at the begin
     releases_before: dict[str, str] = field(default_factory=dict)  # job -> release it reported
 
+    def reached(self, phase: str) -> bool:
+        """Whether the restart recorded ``phase`` at some step (e.g. ``switched``)."""
+        return any(step.get("phase") == phase for step in self.steps)
+
 
 STORE = IntentStore(RestartIntent, OPERATION, title="cluster restart", error=ClusterRestartFailed,
                     cluster=True, history=True,

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from support.agent_fake import make_settings
+from support.step_crash import dies_when_recording
 from support.upgrade_fake import JOB, V1, FakeCluster, FakeRegistry
 
 from streamops.cluster.releases import ReleaseStore
@@ -145,17 +146,8 @@ def test_a_handover_step_retried_after_the_handover_finished_does_not_hand_over_
     ops, cluster = world
     cluster_restart.begin(ops, "r2")
     cluster_restart.switch_release(ops)
-    save = cluster_restart.STORE.save
-
-    def died_before_recorded(world, intent, phase, **detail):  # type: ignore[no-untyped-def]
-        if phase == "handed-over":
-            raise KeyboardInterrupt("the worker died")
-        save(world, intent, phase, **detail)
-
-    monkeypatch.setattr(cluster_restart.STORE, "save", died_before_recorded)
-    with pytest.raises(KeyboardInterrupt):
+    with dies_when_recording(monkeypatch, cluster_restart.STORE, "handed-over"):
         cluster_handover.hand_over_jobs(ops)
-    monkeypatch.setattr(cluster_restart.STORE, "save", save)
     assert cluster_handover.hand_over_jobs(ops) == [JOB]
     assert cluster.count("standby") == 1
     assert cluster_handover.verify_released(ops) == {JOB: "r2"}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.agent_fake import make_settings
 from support.restart_fake import JOB, FakeCluster, install
+from support.step_crash import dies_when_recording
 from support.upgrade_fake import V2
 
 from streamops.cluster.releases import ReleaseStore
@@ -64,17 +65,8 @@ def test_a_savepoint_step_retried_after_a_crash_asks_once(
     the retry resumes the job's own intent, it sends no second savepoint with cancel."""
     ops, cluster = fake
     cluster_restart.begin(ops, "r2", path="full")
-    save = cluster_restart.STORE.save
-
-    def died_before_saved(world, intent, phase, **detail):  # type: ignore[no-untyped-def]
-        if phase == "saved":
-            raise KeyboardInterrupt("the worker died")
-        save(world, intent, phase, **detail)
-
-    monkeypatch.setattr(cluster_restart.STORE, "save", died_before_saved)
-    with pytest.raises(KeyboardInterrupt):
+    with dies_when_recording(monkeypatch, cluster_restart.STORE, "saved"):
         cluster_restart.savepoint_jobs(ops)
-    monkeypatch.setattr(cluster_restart.STORE, "save", save)
     cluster_restart.savepoint_jobs(ops)
     assert cluster.count("savepoint") == 1
     intent = cluster_restart.load_intent(ops)

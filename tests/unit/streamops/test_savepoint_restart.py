@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from support.restart_fake import JOB, FakeCluster, install, settings_at
+from support.step_crash import dies_when_recording
 
 from streamops.exceptions import JobError
 from streamops.procedures import restart, savepoint_restart, scale
@@ -77,17 +78,8 @@ def test_a_start_interrupted_after_its_submission_is_not_submitted_again(
     steps.begin(cluster.ops, JOB, OWNER, savepoint="sp-1")
     for step in steps.SAVEPOINT_STEPS:
         run_step(cluster, step)
-    save = steps.STORE.save
-
-    def crash_after_the_submission(world, intent, phase, **detail):  # type: ignore[no-untyped-def]
-        if phase == "started":
-            raise KeyboardInterrupt("the worker died")
-        save(world, intent, phase, **detail)
-
-    monkeypatch.setattr(steps.STORE, "save", crash_after_the_submission)
-    with pytest.raises(KeyboardInterrupt):
+    with dies_when_recording(monkeypatch, steps.STORE, "started"):
         steps.start_from_savepoint(cluster.ops, JOB, OWNER)
-    monkeypatch.setattr(steps.STORE, "save", save)
     assert steps.start_from_savepoint(cluster.ops, JOB, OWNER).new_driver == "driver-2"
     assert cluster.submitted == 1
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.step_crash import dies_when_recording
 from support.upgrade_fake import JOB, V2, FakeCluster, install
 
 from streamops.exceptions import JobError
@@ -64,17 +65,8 @@ def test_a_start_interrupted_after_its_submission_is_not_submitted_again(
     steps.plan(cluster.ops, JOB, OWNER, load_spec(V2), standby="cold")
     for step in steps.STEPS[:3]:
         run_step(cluster, step)
-    save = steps.STORE.save
-
-    def crash_after_the_submission(world, intent, phase, **detail):  # type: ignore[no-untyped-def]
-        if phase == "new-version-started":
-            raise KeyboardInterrupt("the worker died")
-        save(world, intent, phase, **detail)
-
-    monkeypatch.setattr(steps.STORE, "save", crash_after_the_submission)
-    with pytest.raises(KeyboardInterrupt):
+    with dies_when_recording(monkeypatch, steps.STORE, "new-version-started"):
         steps.start_new_version(cluster.ops, JOB, OWNER)
-    monkeypatch.setattr(steps.STORE, "save", save)
     assert steps.start_new_version(cluster.ops, JOB, OWNER).new_driver == "driver-new"
     assert cluster.count("start from") == 1
 
