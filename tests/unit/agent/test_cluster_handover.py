@@ -151,3 +151,24 @@ def test_a_handover_step_retried_after_the_handover_finished_does_not_hand_over_
     assert cluster_handover.hand_over_jobs(ops) == [JOB]
     assert cluster.count("standby") == 1
     assert cluster_handover.verify_released(ops) == {JOB: "r2"}
+
+
+def test_a_standby_that_fails_mid_restart_leaves_the_job_untouched_and_a_rerun_finishes(
+    world: tuple[Operations, ReleasedCluster],
+) -> None:
+    """The standby does not come up after the switch: the restart fails loudly, switches
+    back, and the job runs on its first driver (never stopped). The operator runs it again
+    once the cluster has room: it hands over and finishes on the new release."""
+    ops, cluster = world
+    cluster.standby_error = "no worker has the cores for the standby's driver"
+    with pytest.raises(ClusterRestartFailed, match="cores for the standby"):
+        cluster_restart.restart(ops, "r2")
+    intent = cluster_restart.load_intent(ops)
+    assert intent is not None and intent.phase == "rolled-back"
+    assert ReleaseStore(ops.settings).active() == "r1"
+    assert cluster.job_driver == "driver-old" and "driver-old" in cluster.live
+    assert cluster.count("release") == 0 and not cluster.savepoints  # nothing was stopped
+    cluster.standby_error = None
+    again = cluster_restart.restart(ops, "r2")
+    assert (again.path, again.phase, again.restored) == ("warm", "done", [JOB])
+    assert cluster.releases[cluster.job_driver] == "r2"
