@@ -145,6 +145,9 @@ def roll_back(ops: Operations, reason: str, timeout: float = HEALTH_TIMEOUT) -> 
         if not view.is_live:
             _restore(ops, job, spec, name)
         elif view.driver_id != intent.drivers.get(job):
+            # a driver relaunched from its checkpoint (its worker died mid-handover) answers
+            # a savepoint only once it commits again: wait for it, then hand it over
+            ops.registry.wait_healthy(job, timeout=timeout)
             log.info("job %s runs driver %s, started during the restart: handing it over "
                      "again onto release %s", job, view.driver_id, intent.release_from)
             _hand_over(ops, job, spec, f"{name}-back", timeout)
