@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
+from streamops.cluster.recovery import driver_app_names
 from streamops.cluster.worker_names import WorkerNames, worker_names
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
-from streamops.job_drivers import drivers_of, read_records, warm_standbys
+from streamops.job_drivers import drivers_of, read_records, recorded_ids, warm_standbys
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.names import check_name
 from streamops.settings import Settings
@@ -121,6 +122,8 @@ class JobRegistry:
             a.get("name") == name and a.get("state") in ("RUNNING", "WAITING")
             for a in master.get("activeapps") or []
         )
+        if live is None and not app_live:
+            live = self._relaunched(name, active, submitted)
         finished = next((d for c in candidates for d in done if d.id == c), None)
         state = _state(status, live, app_live, finished)
         last = status.last_batch_at()
@@ -140,6 +143,19 @@ class JobRegistry:
             status=status,
             standby=self._standby(name, submitted, active, live.id if live else None),
         )
+
+    def _relaunched(
+        self, name: str, active: list[DriverInfo], submitted: list[dict[str, Any]]
+    ) -> DriverInfo | None:
+        """The master's relaunch of the job's driver that no record names yet: a supervised
+        driver whose node died is relaunched under a new id, and until it has started (and
+        recorded itself) only the master's recovery file says whose it is. Without it the
+        job would look ended in that window, and a procedure would restore it beside it."""
+        recorded = recorded_ids(self.layout, name, submitted)
+        names = driver_app_names(self.layout.recovery_dir)
+        found = [d for d in active if d.state in LIVE_DRIVER_STATES
+                 and d.id not in recorded and names.get(d.id) == name]  # fmt: skip
+        return max(found, key=lambda d: d.id) if found else None
 
     def _worker_names(self, master: dict[str, Any]) -> WorkerNames:
         entries = [WorkerInfo.from_json(w) for w in master.get("workers") or []]

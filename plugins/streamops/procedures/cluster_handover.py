@@ -155,6 +155,14 @@ def roll_back(ops: Operations, reason: str, timeout: float = HEALTH_TIMEOUT) -> 
 
 
 def _restore(ops: Operations, job: str, spec: JobSpec, name: str) -> None:
+    """Start a job found stopped: from the restart's savepoint if its handover took one (the
+    old driver stopped at it), else from its own checkpoints (its driver died before
+    answering: nothing after its last commit was taken from the sources)."""
+    if not ops.savepoints.taken(name, job):
+        log.warning("job %s is not running and savepoint %s was not taken: starting it from "
+                    "its last checkpoint", job, name)  # fmt: skip
+        ops.submitter.submit(spec, wait_healthy=None)
+        return
     try:
         stages = list(ops.savepoints.get(name, job).stages)
     except StreamopsError as exc:

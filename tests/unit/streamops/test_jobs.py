@@ -160,6 +160,28 @@ def test_relaunching_when_app_alive_but_driver_unknown(reg: Registry) -> None:
     assert view.worker is None
 
 
+def test_a_relaunch_after_a_node_loss_is_the_job_live_before_it_has_started(
+    reg: Registry,
+) -> None:
+    """The defect: a warm cluster restart's node died under the driver answering its
+    savepoint; the master relaunched the driver under a new id and no application of the job
+    was live yet. The view said "not running (RELAUNCHING)", so the rollback restored the job
+    beside its relaunch. Only the master's recovery file names the relaunch then."""
+    reg.status(status_doc("driver-1"))
+    reg.submitted("driver-1")
+    persisted(reg, "driver-7", JOB)
+    persisted(reg, "driver-8", "other-job")
+    completed = [driver("driver-1", "RELAUNCHING")]
+    for state in ("SUBMITTED", "RUNNING"):
+        view = reg.view(active=[driver("driver-7", state=state), driver("driver-8")],
+                        completed=completed)  # fmt: skip
+        assert (view.is_live, view.driver_id, view.ended) == (True, "driver-7", False)
+        assert view.state == ("SUBMITTED" if state == "SUBMITTED" else "STARTING")
+        assert not view.healthy
+    gone = reg.view(active=[driver("driver-8")], completed=completed)  # the relaunch ended
+    assert (gone.is_live, gone.state) == (False, "RELAUNCHING")
+
+
 def test_relaunching_job_is_not_healthy(reg: Registry) -> None:
     reg.status(status_doc("driver-1"))
     reg.submitted("driver-1")
