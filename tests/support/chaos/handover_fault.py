@@ -23,7 +23,8 @@ def node_mid_handover(world: ChaosWorld, rng: random.Random) -> Inflicted:
     have answered and idle until its successor runs), the node of the driver asked. The
     restart either rides it out or fails loudly and rolls back; either way the job must
     commit again, nothing lost."""
-    other = "r2" if ReleaseStore(world.settings).active() == "r1" else "r1"
+    found = ReleaseStore(world.settings).active()
+    other = "r2" if found == "r1" else "r1"
     driver = str(world.registry.view(world.job).driver_id)
     outcome: list[str] = []
 
@@ -62,4 +63,12 @@ def node_mid_handover(world: ChaosWorld, rng: random.Random) -> Inflicted:
     return Inflicted(at, f"killed {worker} ({whose}) {delay:.1f} s after the "
                      f"handover's savepoint request; the restart to {other} {outcome[0]} "
                      f"(phase {phase})",
-                     then=lambda: world.cluster.cluster.add_worker(worker))
+                     then=lambda: _as_found(world, worker, found))
+
+
+def _as_found(world: ChaosWorld, worker: str, release: str) -> None:
+    """The killed node back, and the release the step found (a restart that rode the fault
+    out switched it): the session's cluster is left as the step found it."""
+    world.cluster.cluster.add_worker(worker)
+    if ReleaseStore(world.settings).active() != release:
+        procedure.restart(world.settings, release, path="warm")
