@@ -137,6 +137,10 @@ def run(
     keeper: hot_roles.LeaseKeeper | None = None
     settings = Settings.from_b64(args.settings_b64) if args.settings_b64 else None
     record_start(layout, spec.name, args)
+    if args.standby and standby.aborted(layout, spec.name, args.standby):
+        log.warning("job %s: standby %s was aborted (this is its relaunch); exiting", spec.name,
+                    args.standby)  # fmt: skip
+        return 0  # exit cleanly: --supervise relaunches only a driver that failed
     if spec.standby == "hot" and not args.standby:
         try:  # before the session: a standby never competes with its primary's start
             role, held = hot_roles.take_role(layout, spec.name, spec.version, args.hot_standby,
@@ -176,7 +180,10 @@ def run(
         except BaseException as exc:
             standby.report_failure(layout, spec.name, args.standby, exc)
             raise
-        ctx.restored_from(standby.wait_for_go(layout, spec.name, args.standby))
+        released = standby.wait_for_go(layout, spec.name, args.standby)
+        if released is None:
+            return 0
+        ctx.restored_from(released)
     elif behind is not None:
         ctx = JobContext(
             spark, spec, layout, gate_file=layout.standby_gate_file(spec.name, f"hot-{os.getpid()}")

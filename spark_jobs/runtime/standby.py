@@ -167,8 +167,14 @@ def report_failure(layout: StateLayout, job: str, token: str, exc: BaseException
     write_json_atomic(layout.standby_failed_file(job, token), doc)
 
 
-def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.05) -> str:
-    """Block until the ops side releases this standby with a savepoint to start from."""
+def aborted(layout: StateLayout, job: str, token: str) -> bool:
+    """Whether the ops side aborted standby ``token`` (this driver may be its relaunch)."""
+    return layout.standby_aborted_file(job, token).is_file()
+
+
+def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.05) -> str | None:
+    """Block until the ops side releases this standby with a savepoint to start from; ``None``
+    once it aborted it instead (the driver then exits cleanly, never relaunched)."""
     path = layout.standby_go_file(job, token)
     while True:
         doc = read_json(path)
@@ -176,4 +182,7 @@ def wait_for_go(layout: StateLayout, job: str, token: str, poll: float = 0.05) -
             log.info("job %s: standby %s released, starting from savepoint %s", job, token,
                      doc["savepoint"])  # fmt: skip
             return str(doc["savepoint"])
+        if aborted(layout, job, token):
+            log.warning("job %s: standby %s was aborted by the ops side; exiting", job, token)
+            return None
         time.sleep(poll)

@@ -201,7 +201,10 @@ def submitted_spec(settings: Settings, job: str, driver_id: str) -> JobSpec | No
 
 
 def abort_standby(settings: Settings, standby: Standby) -> None:
-    """Kill a standby driver (it holds no lease and has written nothing)."""
+    """Kill a standby driver (it holds no lease and has written nothing). The abort is
+    written first: a relaunch of it under another id exits on its own."""
     registry = JobRegistry(settings)
     log.warning("job %s: aborting standby %s", standby.job, standby.driver_id)
+    write_json_atomic(settings.layout.standby_aborted_file(standby.job, standby.token),
+                      {"driver_id": standby.driver_id, "at": time.time()})  # fmt: skip
     registry.client.kill_submission(standby.driver_id)

@@ -93,7 +93,7 @@ class StateLayout:
 
     def standby_dir(self, job: str) -> Path:
         """Warm-standby handshake: ``<token>.ready.json`` or ``<token>.failed.json`` (driver),
-        ``<token>.go.json`` (ops), ``<token>.open`` (driver)."""
+        ``<token>.go.json`` or ``<token>.aborted.json`` (ops), ``<token>.open`` (driver)."""
         return self.job_dir(job) / "standby"
 
     def standby_ready_file(self, job: str, token: str) -> Path:
@@ -109,6 +109,12 @@ class StateLayout:
     def standby_go_file(self, job: str, token: str) -> Path:
         """Written by the ops side to release a standby: savepoint name and start positions."""
         return self.standby_dir(job) / f"{token}.go.json"
+
+    def standby_aborted_file(self, job: str, token: str) -> Path:
+        """Written by the ops side before it kills a standby it will not use: a relaunch of
+        that standby (its node died; the master relaunched it under a new id the ops side
+        never saw) exits at once instead of waiting for a go that never comes."""
+        return self.standby_dir(job) / f"{token}.aborted.json"
 
     def standby_gate_file(self, job: str, token: str) -> Path:
         """Created by a released standby once it holds the lease: its armed queries' sources,

@@ -35,3 +35,25 @@ def test_a_standby_without_executors_skips_the_rehearsal(
     assert ready["executors"] == 0 and ready["stages"] == {"vehicles": {"stage": "vehicles"}}
     assert ready["rehearsal"]["skipped"] == "no executor"
     print(f"standby ready without executors in {time.monotonic() - started:.2f} s")
+
+
+def test_an_aborted_standby_stops_waiting_and_its_relaunch_exits(tmp_path: Path) -> None:
+    """The defect: a warm standby's node died in a cluster restart's handover; the ops side
+    killed the standby's id, but the master had relaunched it under another id, which waited
+    for its go file forever, holding a driver's cores the relaunched job needed."""
+    import threading
+
+    from streamops.state.layout import write_json_atomic
+
+    layout = StateLayout.at(str(tmp_path))
+    got: list[str | None] = []
+    waiter = threading.Thread(target=lambda: got.append(
+        standby.wait_for_go(layout, "fleet", "tok", poll=0.01)))  # fmt: skip
+    waiter.start()
+    time.sleep(0.1)
+    assert waiter.is_alive() and not standby.aborted(layout, "fleet", "tok")
+    write_json_atomic(layout.standby_aborted_file("fleet", "tok"), {"driver_id": "driver-1"})
+    waiter.join(5)
+    assert got == [None]
+    assert standby.aborted(layout, "fleet", "tok")
+    assert not standby.aborted(layout, "fleet", "other")
