@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 
 from spark_jobs.runtime.protocols import BatchSink
 from spark_jobs.runtime.status import StatusBoard
-from spark_jobs.runtime.superseded import superseded
+from spark_jobs.runtime.superseded import another_live_driver, superseded
 from streamops.state import lease
 from streamops.state.layout import StateLayout
 
@@ -48,6 +48,10 @@ class LeaseFence:
                          self.holder)  # fmt: skip
                 return
             except lease.Fenced:
+                held = lease.read_lease(self.layout, self.job)
+                own = self.board.snapshot().driver_id
+                if held is not None and another_live_driver(self.layout, held, own):
+                    raise  # a relaunch of a driver that was succeeded: a duplicate
                 if time.monotonic() > deadline:
                     raise
                 if not waited:

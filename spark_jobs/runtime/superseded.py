@@ -38,3 +38,15 @@ def superseded(layout: StateLayout, held: lease.Lease, own: object) -> bool:
                 "master (relaunched or ended); driver %s takes the lease over and fences it",
                 held.job, held.holder, held.host, held.epoch, own)  # fmt: skip
     return True
+
+
+def another_live_driver(layout: StateLayout, held: lease.Lease, own: object) -> bool:
+    """Whether ``held``'s fresh holder is another driver the master keeps while this one
+    (``own``) is one too: not this driver's dead predecessor (the master removed that one's
+    file when it relaunched it), so waiting for its lease to expire would only hold cores. The
+    case: the node of a driver idling after its handover dies; the master relaunches it under
+    a new id while its successor runs the job. ``False`` when no master persists here."""
+    if not own or not DRIVER_ID.match(held.holder) or held.holder == own:
+        return False
+    recovery = layout.recovery_dir
+    return bool(driver_persisted(recovery, str(own)) and driver_persisted(recovery, held.holder))
