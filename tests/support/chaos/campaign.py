@@ -124,13 +124,16 @@ class HealthWatch(threading.Thread):
                       "; ".join(failing) or report.summary()[:200])
 
     def _live(self) -> bool:
-        """Whether a driver of the job is live: the master's view, or without the master the
-        state root's (a driver holding the job's lease runs on)."""
+        """Whether a driver of the job is live and running its stages: the master's view, or
+        without the master the state root's (a driver holding the job's lease runs on). A
+        driver still starting (a relaunch after a node loss, the next version of a handover)
+        is not: health must not say OK then."""
         registry, job = self.world.registry, self.world.job
         try:
-            return registry.view(job).is_live
+            view = registry.view(job)
         except StreamopsError:
-            return registry.view_from_state(job).is_live
+            view = registry.view_from_state(job)
+        return view.is_live and view.state == "RUNNING"
 
     def between(self, t0: float, t1: float) -> list[Sample]:
         return [s for s in self.samples if t0 <= s.at <= t1]
@@ -167,7 +170,8 @@ def judge_health(samples: Sequence[Sample]) -> tuple[dict[str, int], list[str]]:
             continue
         seen[s.level] = seen.get(s.level, 0) + 1
         if s.level == Level.OK.value:
-            why = "no live driver" if not s.live else f"a stage idle over {STALLED_S:.0f} s"
+            why = ("no driver running its stages" if not s.live
+                   else f"a stage idle over {STALLED_S:.0f} s")  # fmt: skip
             wrong.append(f"health OK at {time.strftime('%H:%M:%S', time.gmtime(s.at))} while "
                          f"{why}: {s.message}")  # fmt: skip
     return seen, wrong
