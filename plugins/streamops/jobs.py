@@ -110,7 +110,7 @@ class JobRegistry:
         candidates = [c for c in (status.driver_id,) if c]
         candidates += [
             s["driver_id"] for s in reversed(submitted)
-            if s.get("driver_id") and not s.get("hot_standby")
+            if s.get("driver_id") and not s.get("hot_standby") and not self._held(name, s)
         ]  # fmt: skip
         active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
         done = [DriverInfo.from_json(d) for d in master.get("completeddrivers") or []]
@@ -143,6 +143,14 @@ class JobRegistry:
             status=status,
             standby=self._standby(name, submitted, active, live.id if live else None),
         )
+
+    def _held(self, name: str, submission: dict[str, Any]) -> bool:
+        """Whether ``submission`` is a warm standby not released (no go file): it waits
+        beside the job and runs none of it, so it is never the job's driver (an upgrade that
+        failed between the savepoint and the release leaves one until it is aborted)."""
+        token = submission.get("token")
+        return bool(token and submission.get("standby")
+                    and not self.layout.standby_go_file(name, str(token)).is_file())  # fmt: skip
 
     def _relaunched(
         self, name: str, active: list[DriverInfo], submitted: list[dict[str, Any]]

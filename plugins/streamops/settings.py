@@ -61,6 +61,12 @@ class Settings(BaseModel):
         default="auto",
         description="a token for the master's REST server: auto = when it is not on loopback",
     )
+    master_patience: float = Field(
+        default=0.0, ge=0,
+        description="seconds a master call waits for a master that does not answer before it "
+        "fails (0: at once); the procedures set it, so a master restarted in the middle of "
+        "one is waited for (never exported to a child process)",
+    )  # fmt: skip
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Settings:

@@ -14,6 +14,8 @@ operation raises :class:`ClusterError` with Spark's message.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +27,8 @@ from urllib3.util.retry import Retry
 from streamops.cluster import rest_auth
 from streamops.exceptions import ClusterError, ClusterNotRunning
 from streamops.settings import Settings
+
+log = logging.getLogger("streamops.cluster.client")
 
 SUBMISSIONS_PATH = "/v1/submissions"
 RESERVED_ENVIRONMENT = ("STREAMOPS_CLUSTER", "STREAMOPS_DAEMON")
@@ -186,6 +190,11 @@ def _is_spark_status_page(text: str) -> bool:
     return "<html" in text and any(title in text for title in SPARK_PAGE_TITLES)
 
 
+RECOVERING = ("RECOVERING", "COMPLETING_RECOVERY")
+"""A master started again lists no driver or application until its recovery completes: a
+patient call waits it out (a procedure would take the job for ended)."""
+
+
 class MasterClient:
     """Reads the master's state and submits, kills and queries cluster-mode drivers."""
 
@@ -202,7 +211,37 @@ class MasterClient:
         self._http = session or _session()
 
     # --- transport -------------------------------------------------------------------
-    def _request(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
+    def _request(
+        self, method: str, url: str, what: str, *, patient: bool = True, **kwargs: Any
+    ) -> dict[str, Any]:
+        """One call; while the master does not answer, retried every second for the
+        settings' ``master_patience`` (a master restarting), then ``ClusterNotRunning``. A
+        worker's page is not waited for (its node may be gone), nor a POST that timed out
+        (the master may have acted on it: a submission is never sent twice)."""
+        ours = url.startswith(self.webui_url) or url.startswith(self.rest_url)
+        patience = self.settings.master_patience if patient and ours else 0.0
+        deadline = time.monotonic() + patience
+        warned = False
+        while True:
+            try:
+                answer = self._request_once(method, url, what, **kwargs)
+            except ClusterNotRunning as exc:
+                unsure = method != "GET" and isinstance(exc.__cause__, requests.Timeout)
+                if unsure or time.monotonic() >= deadline:
+                    raise
+                why = str(exc)
+            else:
+                recovering = answer.get("status") in RECOVERING
+                if not patience or not recovering or time.monotonic() >= deadline:
+                    return answer
+                why = (f"the Spark master is {answer['status']} (it reads its recovery files: "
+                       "drivers and applications not listed yet)")  # fmt: skip
+            if not warned:
+                log.warning("%s; waiting up to %.0f s for the master", why, patience)
+                warned = True
+            time.sleep(1.0)
+
+    def _request_once(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
         if url.startswith(self.rest_url):
             kwargs["headers"] = {**kwargs.get("headers", {}), **rest_auth.headers(self.settings)}
         try:
@@ -253,8 +292,9 @@ class MasterClient:
         return self._request("GET", f"{self.webui_url}/json/", "web UI")
 
     def is_alive(self) -> bool:
+        """Whether the master answers now (no patience: a look, not a wait)."""
         try:
-            self.state()
+            self._request("GET", f"{self.webui_url}/json/", "web UI", patient=False)
         except ClusterNotRunning:
             return False
         return True

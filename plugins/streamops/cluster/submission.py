@@ -153,9 +153,10 @@ def hot_standby_submission(spec: JobSpec, settings: Settings, moves: int = 0) ->
 
 def record_submission(
     settings: Settings, spec: JobSpec, driver_id: str, *, standby: bool = False,
-    hot_standby: bool = False,
+    hot_standby: bool = False, token: str | None = None,
 ) -> None:  # fmt: skip
-    """Append the submission to ``jobs/<job>/submissions.jsonl`` (how the registry finds it)."""
+    """Append the submission to ``jobs/<job>/submissions.jsonl`` (how the registry finds it);
+    a warm standby's ``token`` tells whether it was released (its go file)."""
     append_jsonl(
         settings.layout.submissions_file(spec.name),
         {
@@ -164,6 +165,7 @@ def record_submission(
             "version": spec.version,
             "standby": standby,
             "hot_standby": hot_standby,
+            **({"token": token} if token else {}),
             "at": time.time(),
             "spec": spec.model_dump(mode="json"),
         },

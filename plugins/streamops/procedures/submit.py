@@ -65,7 +65,8 @@ def submit_job(
         driver_id = client.create_submission(submission.rest_body(install.version))
     else:
         driver_id = transport(submission)
-    record_submission(settings, spec, driver_id, standby=standby)
+    token = extra_args[extra_args.index("--standby") + 1] if "--standby" in extra_args else None
+    record_submission(settings, spec, driver_id, standby=standby, token=token)
     if spec.standby == "hot" and not standby and "--hot-standby" not in extra_args:
         submit_hot_standby(spec, settings, client)
     if wait_healthy:

@@ -12,6 +12,7 @@ STANDBY_TIMEOUT = HEALTH_TIMEOUT  # a warm standby is ready
 MASTER_TIMEOUT = 180.0  # the master leaves recovery, or lists the workers expected
 VERIFY_BATCHES_TIMEOUT = 300.0  # every job commits a batch after a scale
 CANCEL_TIMEOUT = 60.0  # the drivers a cancel killed are gone
+MASTER_PATIENCE = 90.0  # a procedure's master call waits this long for a master restarting
 
 SENSOR_SLACK = 30.0  # a DAG sensor polls a little longer than the library would wait
 STOP_SENSOR_TIMEOUT = STOP_TIMEOUT + SENSOR_SLACK

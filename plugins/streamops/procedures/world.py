@@ -17,6 +17,7 @@ from streamops.procedures import restore, standby, submit
 from streamops.procedures.cluster_nodes import AgentNodes
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.standby import Standby
+from streamops.procedures.timeouts import MASTER_PATIENCE
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.state import control
@@ -118,6 +119,11 @@ class MasterSubmitter:
 
 
 def real_operations(settings: Settings) -> Operations:
+    """The real port. Its master calls wait up to ``MASTER_PATIENCE`` for a master that does
+    not answer (killed and started again, FILESYSTEM recovery), so a procedure rides out a
+    master restart in its middle instead of failing, and its rollback with it."""
+    if not settings.master_patience:
+        settings = settings.model_copy(update={"master_patience": MASTER_PATIENCE})
     registry = JobRegistry(settings)
     return Operations(settings, registry, ControlSavepoints(registry),
                       MasterSubmitter(settings, registry), SystemClock(),

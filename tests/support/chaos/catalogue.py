@@ -19,7 +19,7 @@ import time
 
 from support.chaos.actions import Action, Inflicted
 from support.chaos.airflow_fault import airflow_db_killed
-from support.chaos.handover_fault import node_mid_handover
+from support.chaos.handover_fault import master_mid_handover, node_mid_handover
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
 from support.faults import driver_jvm_pid, kill_node_of, next_batches
 from support.integration import wait_until
@@ -336,6 +336,7 @@ CATALOGUE: tuple[Action, ...] = (
     Action("upgrade", "procedure", upgrade_and_back, short=False),
     Action("cluster-restart", "procedure", cluster_restart, short=False),
     Action("node-mid-handover", "fault", node_mid_handover, short=False, needs=_two_workers),
+    Action("master-mid-handover", "fault", master_mid_handover, short=False),
     Action("airflow-db", "fault", airflow_db_killed, short=False,
            needs=lambda world: bool(world.airflow_port)),
 )

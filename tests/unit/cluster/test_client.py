@@ -154,3 +154,62 @@ def test_connection_refused_is_cluster_not_running() -> None:
     with pytest.raises(ClusterNotRunning, match="REST server"):
         client.submission_status("driver-x")
     assert not client.is_alive()
+
+
+def test_a_patient_client_waits_for_a_master_that_comes_back() -> None:
+    """A procedure's client (``master_patience``) rides out a master restarted in its middle:
+    the first calls are refused, then a real server answers on the same port. ``is_alive``
+    stays a look, not a wait."""
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = Settings.from_env({}, master_webui_port=port, rest_port=port)
+    patient = MasterClient(settings.model_copy(update={"master_patience": 20.0}))
+    ROUTES.clear()
+    ROUTES[("GET", "/json/")] = (200, {"status": "ALIVE", "workers": []})
+    servers: list[ThreadingHTTPServer] = []
+
+    def come_back() -> None:
+        time.sleep(1.5)
+        server = ThreadingHTTPServer(("127.0.0.1", port), FakeMaster)
+        servers.append(server)
+        server.serve_forever()
+
+    threading.Thread(target=come_back, daemon=True).start()
+    t0 = time.monotonic()
+    assert not patient.is_alive()  # at once
+    assert time.monotonic() - t0 < 1.0
+    try:
+        assert patient.state()["status"] == "ALIVE"
+        assert time.monotonic() - t0 >= 1.0
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    impatient = MasterClient(settings.model_copy(update={"master_patience": 1.0}))
+    t0 = time.monotonic()
+    with pytest.raises(ClusterNotRunning):
+        impatient.state()  # no master any more: waited 1 s, then failed
+    assert 1.0 <= time.monotonic() - t0 < 5.0
+
+
+def test_a_patient_client_waits_out_the_masters_recovery(client: MasterClient) -> None:
+    """A master started again lists no driver or application while it is RECOVERING: a
+    procedure that read that would take its job for ended. A patient call waits; an
+    impatient one (health) reports what it sees."""
+    import time
+
+    ROUTES[("GET", "/json/")] = (200, {"status": "RECOVERING", "activedrivers": []})
+
+    def recovered() -> None:
+        time.sleep(1.5)
+        ROUTES[("GET", "/json/")] = (200, {"status": "ALIVE", "activedrivers": [{"id": "d-1"}]})
+
+    assert client.state()["status"] == "RECOVERING"  # no patience: what it is now
+    patient = MasterClient(client.settings.model_copy(update={"master_patience": 20.0}))
+    threading.Thread(target=recovered, daemon=True).start()
+    t0 = time.monotonic()
+    assert patient.state()["status"] == "ALIVE"
+    assert time.monotonic() - t0 >= 1.0

@@ -182,6 +182,24 @@ def test_a_relaunch_after_a_node_loss_is_the_job_live_before_it_has_started(
     assert (gone.is_live, gone.state) == (False, "RELAUNCHING")
 
 
+def test_a_warm_standby_not_released_is_never_the_jobs_driver(reg: Registry) -> None:
+    """The defect: the master was killed in the middle of a handover; the upgrade gave up
+    after the old driver had stopped, before releasing its standby. The view took the armed
+    standby (waiting for its go file, running nothing) for the job's driver, and a rollback
+    waited 300 s for it to become healthy."""
+    reg.status(status_doc("driver-1"))
+    reg.submitted("driver-1")
+    append_jsonl(reg.settings.layout.submissions_file(JOB), {
+        "event": "submitted", "driver_id": "driver-2", "version": "2", "standby": True,
+        "token": "tok", "at": time.time()})  # as submit_job records a warm standby; fmt: skip
+    master_ = dict(active=[driver("driver-2")], completed=[driver("driver-1", "FINISHED")])
+    view = reg.view(**master_)
+    assert (view.is_live, view.driver_id, view.state) == (False, None, "FINISHED")
+    write_json_atomic(reg.settings.layout.standby_go_file(JOB, "tok"), {"savepoint": "s"})
+    view = reg.view(**master_)  # released: it runs the job now
+    assert (view.is_live, view.driver_id) == (True, "driver-2")
+
+
 def test_relaunching_job_is_not_healthy(reg: Registry) -> None:
     reg.status(status_doc("driver-1"))
     reg.submitted("driver-1")
