@@ -15,11 +15,13 @@ from streamops.state.control import DriverGone
 
 @pytest.fixture
 def no_master(tmp_path: Path) -> Settings:
-    """Settings whose master web UI port has nothing listening."""
+    """Settings whose master web UI port has nothing listening, and a procedure's patience
+    for it cut to a second (it waits ``MASTER_PATIENCE`` for a master restarting)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    return Settings.from_env({}, state_root=str(tmp_path / "state"), master_webui_port=port)
+    settings = Settings.from_env({}, state_root=str(tmp_path / "state"), master_webui_port=port)
+    return settings.model_copy(update={"master_patience": 1.0})
 
 
 def test_a_savepoint_whose_driver_died_says_what_was_kept(no_master: Settings) -> None:
