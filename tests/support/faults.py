@@ -37,3 +37,23 @@ def next_batches(cluster: ClusterHandle, job: str, after: float, stages: set[str
         if float(rec.get("last_batch_at") or 0) > after:
             found.setdefault(rec["stage"], float(rec["last_batch_at"]))
     return max(found[s] for s in stages) - after if stages <= set(found) else None
+
+
+def kill_pid(pid: int) -> None:
+    """``kill -9`` of ``pid``; one already gone is fine."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def kill_and_restart_master(cluster: ClusterHandle, down: float) -> float:
+    """``kill -9`` of the master, started again ``down`` seconds later (FILESYSTEM
+    recovery); when it was killed."""
+    from streamops.cluster.daemons import MASTER_NAME
+
+    at = time.time()
+    kill_pid(cluster.cluster.daemons()[MASTER_NAME].pid)
+    time.sleep(down)
+    cluster.cluster.start()
+    return at

@@ -72,7 +72,7 @@ def start_standby(
     executors = standby_executors(registry, spec)
     driver = submit_job(
         spec, settings, extra_args=("--standby", token, "--standby-executors", str(executors)),
-        standby=True,
+        standby=token,
     )  # fmt: skip
     ready_file = settings.layout.standby_ready_file(spec.name, token)
     deadline = time.monotonic() + timeout

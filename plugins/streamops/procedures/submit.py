@@ -39,14 +39,15 @@ def submit_job(
     client: MasterClient | None = None,
     wait_healthy: float | None = None,
     extra_args: tuple[str, ...] = (),
-    standby: bool = False,
+    standby: str | None = None,
     replacing: str | None = None,
     transport: Transport | None = None,
 ) -> str:
     """Submit ``spec`` as a supervised driver; refuse if a live instance of its name exists.
     A ``standby: hot`` spec's hot standby is submitted beside it.
 
-    ``standby`` submits a warm standby beside the live instance (``streamops.procedures.standby``).
+    ``standby`` (its token) submits a warm standby beside the live instance
+    (``streamops.procedures.standby``).
     ``replacing``: the live driver this one succeeds, which has stopped its stages and given
     up the job's lease (a savepoint with cancel) and may still be shutting down.
 
@@ -65,8 +66,7 @@ def submit_job(
         driver_id = client.create_submission(submission.rest_body(install.version))
     else:
         driver_id = transport(submission)
-    token = extra_args[extra_args.index("--standby") + 1] if "--standby" in extra_args else None
-    record_submission(settings, spec, driver_id, standby=standby, token=token)
+    record_submission(settings, spec, driver_id, standby=bool(standby), token=standby)
     if spec.standby == "hot" and not standby and "--hot-standby" not in extra_args:
         submit_hot_standby(spec, settings, client)
     if wait_healthy:

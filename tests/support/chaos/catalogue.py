@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,11 +20,16 @@ from support.chaos.actions import Action, Inflicted
 from support.chaos.airflow_fault import airflow_db_killed
 from support.chaos.handover_fault import master_mid_handover, node_mid_handover
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
-from support.faults import driver_jvm_pid, kill_node_of, next_batches
+from support.faults import (
+    driver_jvm_pid,
+    kill_and_restart_master,
+    kill_node_of,
+    kill_pid,
+    next_batches,
+)
 from support.integration import wait_until
 
 from spark_jobs.runtime.savepointing import committed_offsets
-from streamops.cluster.daemons import MASTER_NAME
 from streamops.health.checks import run_checks
 from streamops.health.report import Level
 from streamops.procedures.restart import restart_job
@@ -55,8 +59,8 @@ def driver(world: ChaosWorld, rng: random.Random) -> Inflicted:
     children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
     at = time.time()
     for child in [int(p) for p in children.stdout.split()]:
-        _kill(child)
-    _kill(pid)
+        kill_pid(child)
+    kill_pid(pid)
     return Inflicted(at, f"killed driver {view.driver_id}")
 
 
@@ -65,18 +69,14 @@ def executor(world: ChaosWorld, rng: random.Random) -> Inflicted:
     pids = _ps_pids("CoarseGrainedExecutorBackend", app) if app else []
     assert pids, f"no executor of {app} found"
     at = time.time()
-    _kill(rng.choice(pids))
+    kill_pid(rng.choice(pids))
     return Inflicted(at, f"killed one of {len(pids)} executors")
 
 
 def master(world: ChaosWorld, rng: random.Random) -> Inflicted:
     """kill -9 of the master, started again after a few seconds (FILESYSTEM recovery)."""
-    record = world.cluster.cluster.daemons()[MASTER_NAME]
-    at = time.time()
-    _kill(record.pid)
     down = rng.uniform(3, 10)
-    time.sleep(down)
-    world.cluster.cluster.start()
+    at = kill_and_restart_master(world.cluster, down)
     return Inflicted(at, f"master down {down:.0f} s")
 
 
@@ -297,12 +297,6 @@ def cluster_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
     procedure.restart(world.settings, other)
     return Inflicted(at, f"cluster restarted onto jar release {other}")
 
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _alive(world: ChaosWorld) -> list[str]:

@@ -4,19 +4,16 @@ the master is (``master-mid-handover``, started again a few seconds later)."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import threading
 import time
 from collections.abc import Callable
 
 from support.chaos.actions import Inflicted
 from support.chaos.world import ChaosWorld
-from support.faults import kill_node_of
+from support.faults import kill_and_restart_master, kill_node_of
 from support.integration import wait_until
 
-from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.releases import ReleaseStore
 from streamops.procedures import cluster_restart as procedure
 from streamops.procedures import upgrade_steps
@@ -40,20 +37,9 @@ def _node(world: ChaosWorld, driver: str, rng: random.Random) -> tuple[float, st
 
 def _master(world: ChaosWorld, driver: str, rng: random.Random) -> tuple[float, str, Back]:
     """kill -9 of the master, started again 3-10 s later (FILESYSTEM recovery)."""
-    pid = world.cluster.cluster.daemons()[MASTER_NAME].pid
-    at = time.time()
-    _kill(pid)
     down = rng.uniform(3, 10)
-    time.sleep(down)
-    world.cluster.cluster.start()
+    at = kill_and_restart_master(world.cluster, down)
     return at, f"killed the master (down {down:.0f} s)", lambda: None
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _mid_handover(world: ChaosWorld, rng: random.Random, fault: Fault) -> Inflicted:
