@@ -71,8 +71,7 @@ class ControlLoop:
             if stopping:
                 pause.parent.mkdir(parents=True, exist_ok=True)
                 pause.touch()
-                batches = drain(queries, checkpoints, ctx.spec.trigger_seconds, DRAIN_TIMEOUT,
-                                idle_at=ctx.board.idle_at)  # fmt: skip
+                batches = drain(queries, checkpoints, DRAIN_TIMEOUT)
                 log.info("control: stages drained at batches %s in %.1fs", batches,
                          time.monotonic() - started)  # fmt: skip
             else:  # the job goes on: copy each stage as its last committed batch left it

@@ -2,10 +2,12 @@
 
 Draining never interrupts a batch: the job's sources stop admitting new data while the
 job's pause file exists (their ``latestOffset`` returns the start offset), so each query
-finishes the batch in flight, may run one no-data batch (watermark), and then idles. A
-stage is drained when its checkpoint's last planned batch (``offsets/``) is committed
-(``commits/``), no trigger is active, and the query reported an idle trigger after the pause
-(Spark's ``onQueryIdle``), or, failing that event, the boundary held for a trigger interval.
+finishes the batch in flight and then admits nothing. A stage is drained as soon as no
+trigger is active and its checkpoint's last planned batch (``offsets/``) is committed
+(``commits/``): the drain does not wait for the next trigger. A no-data batch (the watermark
+moved by the last batch) may still start before the queries stop; the savepoint leaves it out
+(its cut is the committed batch), and the next version runs it again with its first batch:
+the sinks are keyed, so windows it emitted are written again with the same values.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,32 +59,20 @@ def stage_boundary(checkpoint: Path) -> tuple[int | None, int | None]:
 
 
 def drain(
-    queries: dict[str, Any], checkpoints: dict[str, Path], trigger_s: float, timeout: float,
-    idle_at: Callable[[str], float | None] | None = None,
-) -> dict[str, int | None]:  # fmt: skip
+    queries: dict[str, Any], checkpoints: dict[str, Path], timeout: float
+) -> dict[str, int | None]:
     """Wait until every stage sits at a committed batch boundary; return its batch ids.
 
-    Call it right after the pause file was created. A stage is drained when no trigger is
-    active, its last planned batch is committed, and either it reported a trigger with no new
-    data after the pause (``idle_at``: from then on the paused sources admit nothing and the
-    watermark cannot move, so no batch can follow) or that has held for a trigger interval.
+    Call it right after the pause file was created. The queries' status is read before their
+    checkpoints: a trigger that ends between the two reads shows its commit, and one that
+    starts after the first read began after the pause and admits no data.
     """
-    paused_at = time.time()
     deadline = time.monotonic() + timeout
-    stable_since: float | None = None
-    last_seen: dict[str, tuple[int | None, int | None]] = {}
     while True:
-        seen = {name: stage_boundary(checkpoints[name]) for name in queries}
         idle = all(not q.status.get("isTriggerActive") for q in queries.values())
-        at_boundary = all(planned == done for planned, done in seen.values())
-        quiet = idle_at is not None and all((idle_at(name) or 0.0) >= paused_at for name in queries)
-        if idle and at_boundary and (quiet or seen == last_seen):
-            stable_since = stable_since or time.monotonic()
-            if quiet or time.monotonic() - stable_since >= trigger_s + 0.5:
-                return {name: done for name, (_, done) in seen.items()}
-        else:
-            stable_since = None
-        last_seen = seen
+        seen = {name: stage_boundary(checkpoints[name]) for name in queries}
+        if idle and all(planned == done for planned, done in seen.values()):
+            return {name: done for name, (_, done) in seen.items()}
         if time.monotonic() > deadline:
             busy = [n for n, (p, d) in seen.items() if p != d]
             raise DrainTimeout(

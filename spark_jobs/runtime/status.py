@@ -65,7 +65,7 @@ class StatusBoard:
         """The stage's query is up and found no new data: ready, with nothing to do.
 
         Reported after every such trigger; the file is rewritten only when the stage turns
-        idle (``idle_at``, the last report, is for the drain in this process)."""
+        idle."""
         with self._lock:
             entry = self._status.stages.get(stage) or StageStatus()
             now = time.time()
@@ -74,13 +74,6 @@ class StatusBoard:
             if turned_idle:
                 self._maybe_running()
                 self._flush()
-
-    def idle_at(self, stage: str) -> float | None:
-        """When ``stage`` last ran a trigger that found no new data (None: never)."""
-        with self._lock:
-            entry = self._status.stages.get(stage)
-            value = entry.idle_at if entry else None
-            return float(value) if value else None
 
     def _update_stage(self, stage: str, **fields: Any) -> None:
         """Set fields of ``stage``'s entry, made (with no batch yet) if it has none."""
