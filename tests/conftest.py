@@ -8,6 +8,7 @@ any test can import it. Nothing here starts a process until a test asks for the 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -36,6 +37,10 @@ if _JOBS not in _PATH:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+    # Py4J closes its gateway connections when the interpreter collects them, after pytest
+    # has closed the streams its log handlers write to: its INFO line would end the run with
+    # a "Logging error" traceback
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def _free_port() -> int:
