@@ -70,7 +70,7 @@ class StatusBoard:
             entry = self._status.stages.get(stage) or StageStatus()
             now = time.time()
             turned_idle = not (entry.ready and entry.idle_since)
-            self._update_stage(stage, ready=True, idle_since=entry.idle_since or now, idle_at=now)
+            self._update_stage(stage, ready=True, idle_since=entry.idle_since or now)
             if turned_idle:
                 self._maybe_running()
                 self._flush()

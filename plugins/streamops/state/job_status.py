@@ -142,7 +142,6 @@ class StageStatus(_Part):
     # ready: committed a batch, or found no new data (idle since then)
     ready: bool = False
     idle_since: float | None = None
-    idle_at: float | None = None  # the last trigger that found no new data
     failed_batches: int = 0  # since the driver started
     last_failure: LastFailure | None = None
 

@@ -298,7 +298,6 @@ def cluster_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:
     return Inflicted(at, f"cluster restarted onto jar release {other}")
 
 
-
 def _alive(world: ChaosWorld) -> list[str]:
     return [w.id for w in world.registry.client.workers() if w.state == "ALIVE"]
 
