@@ -10,7 +10,10 @@ Stages:
 Args (job spec): ``alpha_dir``, ``beta_url``, ``store_url``, ``watermark`` (default
 "2 minutes"), ``beta_max_records_per_batch``, ``alpha_max_files_per_batch``,
 ``alpha_max_file_age`` (default "7d": a late alpha file older than that, before the newest
-file read, is reported instead of read).
+file read, is reported instead of read); ``beta_min_records_per_batch``,
+``alpha_min_files_per_batch`` and ``max_batch_delay`` (seconds, default 10): a source holds
+fewer new records (files) than its minimum back, for at most ``max_batch_delay``
+(:mod:`spark_jobs.sources.holdback`; default minimum 0: never held).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ def ping_stream(ctx: JobContext) -> DataFrame:
         .option("path", str(args["alpha_dir"]))
         .option("max_files_per_batch", str(args.get("alpha_max_files_per_batch", 200)))
         .option("max_file_age", str(args.get("alpha_max_file_age", DEFAULT_MAX_FILE_AGE)))
+        .option("min_files_per_batch", str(args.get("alpha_min_files_per_batch", 0)))
+        .option("max_batch_delay", str(args.get("max_batch_delay", 10)))
         .load()
     )
     beta = (
@@ -64,6 +69,8 @@ def ping_stream(ctx: JobContext) -> DataFrame:
         .option("url", str(args["beta_url"]))
         .options(**pings.BETA_OPTIONS)
         .option("max_records_per_batch", str(args.get("beta_max_records_per_batch", 50000)))
+        .option("min_records_per_batch", str(args.get("beta_min_records_per_batch", 0)))
+        .option("max_batch_delay", str(args.get("max_batch_delay", 10)))
         .load()
     )
     return pings.from_alpha(alpha).unionByName(pings.from_beta(beta))

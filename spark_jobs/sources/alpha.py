@@ -45,6 +45,7 @@ from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField,
 
 from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from spark_jobs.sources.arrow_batch import record_batch
+from spark_jobs.sources.holdback import Holdback
 from spark_jobs.sources.positions import recorded_start, rehearsal, wait_for_gate
 from spark_jobs.sources.source_state import SourceState
 
@@ -102,6 +103,7 @@ class AlphaStreamReader(DataSourceStreamReader):
         self.max_age = parse_age(options.get("max_file_age") or DEFAULT_MAX_FILE_AGE)
         self.options = dict(options)
         self._initial: dict | None = None
+        self.holdback = Holdback.from_options(options, "min_files_per_batch")
         self.state = SourceState(self.source_id, options.get("state_dir") or None)
         self._listed: set[str] | None = None  # the names of this reader's last listing
         self._legacy_floor_time: dict[str, float] = {}
@@ -147,6 +149,8 @@ class AlphaStreamReader(DataSourceStreamReader):
             files = files[: self.max_files]
         if not files:
             return start
+        if self.holdback.holds(len(files), limit, urgent=bool(late)):
+            return start  # a slow stream's files wait in the directory for a later trigger
         for name in files[: len(late)]:
             self._report("late_files", name, committed=committed, read=True)
         mtimes = {name: times[0] for name, times in listing.items()}

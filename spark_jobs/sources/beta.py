@@ -67,6 +67,7 @@ from spark_jobs.sources.beta_fetch import (
     fetch_head,
     fetch_range,
 )
+from spark_jobs.sources.holdback import Holdback
 from spark_jobs.sources.json_fields import Fields
 from spark_jobs.sources.positions import (
     REHEARSAL_RECORDS,
@@ -122,6 +123,7 @@ class BetaStreamReader(DataSourceStreamReader):
         self.spool_dir = options.get("spool_dir") or None
         self.fetch_timeout = float(options.get("fetch_timeout", min(self.timeout, 5.0)))
         self.fields = fields_of(options)
+        self.holdback = Holdback.from_options(options, "min_records_per_batch")
         self._initial: dict[str, Any] | None = None
 
     def _offset(
@@ -190,6 +192,9 @@ class BetaStreamReader(DataSourceStreamReader):
             last = min(last, begin + limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
+        reset = bool(extra) or stream != start.get("stream")  # decided now, never held
+        if self.holdback.holds(last - begin, limit, urgent=reset):
+            return start  # a slow stream's records wait at the server for a later trigger
         fetched = True
         if self.spool_dir and stream and last > begin:
             last, fetched = self._spool(begin, last, stream, generation)

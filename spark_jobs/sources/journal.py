@@ -43,6 +43,7 @@ from sqlalchemy.exc import DBAPIError
 
 from spark_jobs.sinks import journal_store, store
 from spark_jobs.sources.arrow_batch import record_batch
+from spark_jobs.sources.holdback import Holdback
 from spark_jobs.sources.positions import (
     REHEARSAL_RECORDS,
     recorded_start,
@@ -94,6 +95,7 @@ class JournalStreamReader(DataSourceStreamReader):
         self.on_reset = on_reset_policy(options)
         self.options = dict(options)
         self.state = SourceState(self.source_id, options.get("state_dir") or None)
+        self.holdback = Holdback.from_options(options, "min_records_per_batch")
         self._initial: dict[str, Any] | None = None
 
     def _offset(self, sequence: int, stream: str | None, **extra: Any) -> dict[str, Any]:
@@ -152,6 +154,9 @@ class JournalStreamReader(DataSourceStreamReader):
             last = min(last, begin + limit.max_rows)
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
+        reset = bool(extra) or stream != start.get("stream")  # decided now, never held
+        if self.holdback.holds(last - begin, limit, urgent=reset):
+            return start  # a slow journal's entries wait in the store for a later trigger
         if not extra and last <= begin and stream == start.get("stream"):
             return start
         return self._offset(max(begin, last), stream, **extra)

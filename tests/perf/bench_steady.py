@@ -78,8 +78,13 @@ def main() -> None:
     ap.add_argument("--warm", type=float, default=45.0, help="seconds from healthy to sampling")
     ap.add_argument("--window", type=float, default=30.0, help="seconds sampled")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument(
+        "--arg", action="append", default=[], metavar="KEY=VALUE",
+        help="a job arg over the spec's (e.g. max_batch_delay=10, beta_min_records_per_batch=1000)",
+    )  # fmt: skip
     args = ap.parse_args()
     overrides = dict(c.split("=", 1) for c in args.conf)
+    job_args = dict(a.split("=", 1) for a in args.arg)
     root, settings, cluster = bench_cluster("bench-steady-", "3g")
     work, job = root / "data", "bench-steady"
     alpha = AlphaSimulator(work / "alpha", seed=1, rate=args.rate)
@@ -90,7 +95,7 @@ def main() -> None:
         alpha.start()
         cluster.start()
         data = {"alpha_dir": str(work / "alpha"), "beta_url": beta.url,
-                "store_url": f"sqlite:///{work / 'fleet.db'}"}  # fmt: skip
+                "store_url": f"sqlite:///{work / 'fleet.db'}", **job_args}  # fmt: skip
         spec = fleet_spec(args.spec, job, args.trigger, data, overrides)
         submit_job(spec, settings, wait_healthy=600)
         time.sleep(args.warm)
@@ -124,7 +129,8 @@ def main() -> None:
         discard(root)
     print(
         f"\nsteady state of {args.spec} at 2 x {args.rate:.0f} pings/s, trigger {args.trigger}, "
-        f"{args.warm:.0f} s after healthy, {seconds:.0f} s sampled; conf {overrides or '-'}"
+        f"{args.warm:.0f} s after healthy, {seconds:.0f} s sampled; conf {overrides or '-'}; "
+        f"args {job_args or '-'}"
     )
     total = sum(share.values())
     print(f"CPU (100% = one core; the machine has {os.cpu_count()}): total {total:.0f}%")
