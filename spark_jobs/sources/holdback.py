@@ -44,7 +44,6 @@ class Holdback:
     max_delay: float = 0.0
     clock: Callable[[], float] = time.time
     _slot: int | None = field(default=None, repr=False)  # of the last time data went
-    held: int = 0  # the triggers held since data was last let through
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], min_key: str) -> Holdback:
@@ -76,9 +75,7 @@ class Holdback:
             or slot != self._slot
         ):
             self._slot = slot
-            self.held = 0
             return True
-        self.held += 1
         return False
 
     def holds(self, waiting: int, limit: ReadLimit, urgent: bool = False) -> bool:
