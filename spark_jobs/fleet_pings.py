@@ -60,7 +60,7 @@ def ping_stream(ctx: JobContext) -> DataFrame:
         .option("max_files_per_batch", str(args.get("alpha_max_files_per_batch", 200)))
         .option("max_file_age", str(args.get("alpha_max_file_age", DEFAULT_MAX_FILE_AGE)))
         .option("min_files_per_batch", str(args.get("alpha_min_files_per_batch", 0)))
-        .option("max_batch_delay", str(args.get("max_batch_delay", 10)))
+        .option("max_batch_delay", str(args.get("max_batch_delay", "")))  # "": the default
         .load()
     )
     beta = (
@@ -70,7 +70,7 @@ def ping_stream(ctx: JobContext) -> DataFrame:
         .options(**pings.BETA_OPTIONS)
         .option("max_records_per_batch", str(args.get("beta_max_records_per_batch", 50000)))
         .option("min_records_per_batch", str(args.get("beta_min_records_per_batch", 0)))
-        .option("max_batch_delay", str(args.get("max_batch_delay", 10)))
+        .option("max_batch_delay", str(args.get("max_batch_delay", "")))  # "": the default
         .load()
     )
     return pings.from_alpha(alpha).unionByName(pings.from_beta(beta))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
+DEFAULT_DELAY_S = 10.0
 MAX_DELAY_S = 60.0  # half the health check's default max_batch_age
 
 
@@ -41,7 +42,7 @@ class Holdback:
     """``min_units`` (0: never hold) and ``max_delay`` seconds; ``clock`` for tests."""
 
     min_units: int = 0
-    max_delay: float = 0.0
+    max_delay: float = DEFAULT_DELAY_S
     clock: Callable[[], float] = time.time
     _slot: int | None = field(default=None, repr=False)  # of the last time data went
 
@@ -51,7 +52,7 @@ class Holdback:
         ``max_batch_delay`` (seconds, default 10 once a minimum is set)."""
         try:
             min_units = int(options.get(min_key) or 0)
-            max_delay = float(options.get("max_batch_delay") or 10.0)
+            max_delay = float(options.get("max_batch_delay") or DEFAULT_DELAY_S)
         except ValueError as exc:
             raise HoldbackError(
                 f"source options {min_key!r} and 'max_batch_delay' must be numbers: {exc}"
@@ -67,7 +68,7 @@ class Holdback:
     def lets_through(self, waiting: int) -> bool:
         """Whether ``waiting`` (> 0) new units go into the next batch now; ``False``: keep
         them at the source for a later trigger (at the latest the first of the next slot)."""
-        slot = int(self.clock() // self.max_delay) if self.max_delay > 0 else 0
+        slot = int(self.clock() // self.max_delay)
         if (
             self.min_units <= 0
             or waiting >= self.min_units
