@@ -99,6 +99,15 @@ class BetaRange(InputPartition):
         self.generation = generation
 
 
+def _room(head: dict[str, Any]) -> int | None:
+    """How many records the server keeps: its ``capacity``, or for a server that does not
+    say, what it holds now (``first..last``, a lower bound); None if it holds nothing."""
+    if head.get("capacity"):
+        return int(head["capacity"])
+    first = head.get("first")
+    return int(head.get("last") or 0) - int(first) + 1 if first is not None else None
+
+
 def generation_of(offset: dict[str, Any]) -> int:
     """The history generation an offset belongs to (0 when it names none)."""
     return int(offset.get("generation") or 0)
@@ -193,7 +202,7 @@ class BetaStreamReader(DataSourceStreamReader):
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
         reset = bool(extra) or stream != start.get("stream")  # decided now, never held
-        if self.holdback.holds(last - begin, limit, urgent=reset):
+        if self.holdback.holds(last - begin, limit, urgent=reset, room=_room(head)):
             return start  # a slow stream's records wait at the server for a later trigger
         fetched = True
         if self.spool_dir and stream and last > begin:

@@ -18,7 +18,10 @@ apart and made two (measured, ``tests/perf/bench_steady.py``).
 Nothing is skipped: held data stays at its source (the server's history, the directory, the
 journal), its position not taken until it is let through. A reader's first answer is never
 held (a new query, a restarted or upgraded driver reads what waits at once), nor data behind a
-reset, nor a source asked for everything (``ReadAllAvailable``: a trigger ``availableNow``).
+reset, nor a source asked for everything (``ReadAllAvailable``: a trigger ``availableNow``),
+nor data that fills half of what a bounded source still keeps (``room``: fleetsim-beta's
+history, the journal's capacity): a minimum larger than the source's history would otherwise
+hold records until the source dropped them, and the stage would fail on the loss.
 """
 
 from __future__ import annotations
@@ -79,10 +82,15 @@ class Holdback:
             return True
         return False
 
-    def holds(self, waiting: int, limit: ReadLimit, urgent: bool = False) -> bool:
+    def holds(
+        self, waiting: int, limit: ReadLimit, urgent: bool = False, room: int | None = None
+    ) -> bool:
         """Whether a source answers its committed position (no batch) with ``waiting`` new
         units: never when nothing waits, when ``urgent`` (a reset, a late file: decided at
-        once) or when Spark asks for everything (``ReadAllAvailable``)."""
+        once), when Spark asks for everything (``ReadAllAvailable``) or when ``waiting`` is
+        half or more of ``room``, the units a bounded source keeps (None: unbounded)."""
         if waiting <= 0 or urgent or isinstance(limit, ReadAllAvailable):
             return False
+        if room is not None and 2 * waiting >= room:
+            return False  # held on, the oldest of them could be dropped by the source
         return not self.lets_through(waiting)

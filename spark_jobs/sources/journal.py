@@ -155,7 +155,7 @@ class JournalStreamReader(DataSourceStreamReader):
         elif not isinstance(limit, ReadAllAvailable):
             last = min(last, begin + self.max_records)
         reset = bool(extra) or stream != start.get("stream")  # decided now, never held
-        if self.holdback.holds(last - begin, limit, urgent=reset):
+        if self.holdback.holds(last - begin, limit, urgent=reset, room=held.capacity):
             return start  # a slow journal's entries wait in the store for a later trigger
         if not extra and last <= begin and stream == start.get("stream"):
             return start

@@ -21,7 +21,7 @@ import statistics
 import time
 from pathlib import Path
 
-from harness import bench_cluster, discard, fleet_spec
+from harness import bench_cluster, discard, fleet_spec, use_bench_jobs
 
 from streamops.jobs import JobRegistry
 from streamops.procedures.submit import submit_job
@@ -36,6 +36,9 @@ KINDS = (
     ("pyspark.daemon", "executors' Python workers"),
     ("python_streaming_source_runner", "driver's Python source runners"),
     ("spark_jobs/main.py", "driver's Python"),
+    ("spark_jobs.forkserver", "executors' Python workers (fork server)"),
+    ("bench_steady.py", "the simulators (this benchmark)"),
+    ("-m streamops", "node agents"),
 )
 
 
@@ -79,16 +82,25 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=30.0, help="seconds sampled")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument(
+        "--entrypoint", help="run this job module of tests/perf/jobs (e.g. fleet_reads) instead"
+    )
+    ap.add_argument(
         "--arg", action="append", default=[], metavar="KEY=VALUE",
         help="a job arg over the spec's (e.g. max_batch_delay=10, beta_min_records_per_batch=1000)",
     )  # fmt: skip
     args = ap.parse_args()
     overrides = dict(c.split("=", 1) for c in args.conf)
     job_args = dict(a.split("=", 1) for a in args.arg)
+    if args.entrypoint:
+        use_bench_jobs()
     root, settings, cluster = bench_cluster("bench-steady-", "3g")
     work, job = root / "data", "bench-steady"
-    alpha = AlphaSimulator(work / "alpha", seed=1, rate=args.rate)
-    beta = BetaSimulator(port=0, seed=2, rate=args.rate)
+    # as bench_fleet_ingest's at high rates (files of half a second, five minutes of beta
+    # held, since the simulators start before the cluster); at 200 pings/s or less as before
+    alpha = AlphaSimulator(work / "alpha", seed=1, rate=args.rate,
+                           pings_per_file=max(100, int(args.rate / 2)))  # fmt: skip
+    beta = BetaSimulator(port=0, seed=2, rate=args.rate,
+                         history=int(max(100_000, args.rate * 300)))  # fmt: skip
     registry = JobRegistry(settings)
     try:
         beta.start()
@@ -97,6 +109,8 @@ def main() -> None:
         data = {"alpha_dir": str(work / "alpha"), "beta_url": beta.url,
                 "store_url": f"sqlite:///{work / 'fleet.db'}", **job_args}  # fmt: skip
         spec = fleet_spec(args.spec, job, args.trigger, data, overrides)
+        if args.entrypoint:
+            spec = spec.model_copy(update={"entrypoint": args.entrypoint})
         submit_job(spec, settings, wait_healthy=600)
         time.sleep(args.warm)
         before = processes()
@@ -130,7 +144,7 @@ def main() -> None:
     print(
         f"\nsteady state of {args.spec} at 2 x {args.rate:.0f} pings/s, trigger {args.trigger}, "
         f"{args.warm:.0f} s after healthy, {seconds:.0f} s sampled; conf {overrides or '-'}; "
-        f"args {job_args or '-'}"
+        f"args {job_args or '-'}; entrypoint {args.entrypoint or spec.entrypoint}"
     )
     total = sum(share.values())
     print(f"CPU (100% = one core; the machine has {os.cpu_count()}): total {total:.0f}%")

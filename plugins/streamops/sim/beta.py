@@ -8,7 +8,7 @@ Endpoints (FastAPI, see :func:`create_app`):
   "requested_since", "oldest_available", "stream"}``, never an empty list. Beyond the head
   → ``[]``. Both answers carry the header ``X-Stream-Id: <stream id>``.
 - ``GET /head`` → ``{"stream": id, "first": oldest held or null, "last": newest (0 if none),
-  "emitted": records this process added}``.
+  "capacity": records held at most, "emitted": records this process added}``.
 - ``GET /health`` → ``{"status": "ok"}``.
 
 A stream id names one unbroken sequence: a reader may go on from a committed sequence only
@@ -166,10 +166,11 @@ class PingHistory:
         return max(self._base, last - self.capacity + 1), last
 
     def head(self) -> dict[str, Any]:
-        """``{"stream", "first", "last", "emitted"}`` as served by ``GET /head``."""
+        """``{"stream", "first", "last", "capacity", "emitted"}`` as served by ``GET /head``."""
         with self._lock:
             first, last = self._bounds()
-            return {"stream": self.stream, "first": first, "last": last, "emitted": self._emitted}
+            return {"stream": self.stream, "first": first, "last": last,
+                    "capacity": self.capacity, "emitted": self._emitted}  # fmt: skip
 
     def read(self, since: int, limit: int) -> list[str]:
         """Up to ``limit`` records after ``since``; :class:`SinceTooOld` if some are gone."""

@@ -101,6 +101,7 @@ def test_head_and_health(beta: BetaSimulator) -> None:
         "stream": beta.stream,
         "first": EMITTED - HISTORY + 1,
         "last": EMITTED,
+        "capacity": HISTORY,
         "emitted": EMITTED,
     }
     assert requests.get(f"{beta.base_url}/health", timeout=5).json() == {"status": "ok"}
@@ -186,11 +187,13 @@ def test_app_over_an_empty_and_a_trimmed_history() -> None:
     try:
         assert requests.get(f"{base}/pings", params={"since": 7}, timeout=5).json() == []
         head = requests.get(f"{base}/head", timeout=5).json()
-        assert head == {"stream": history.stream, "first": None, "last": 0, "emitted": 0}
+        assert head == {"stream": history.stream, "first": None, "last": 0, "capacity": 3,
+                        "emitted": 0}
         for first in range(1, 20, 2):
             history.extend(first, [json.dumps({"sequence": s}) for s in (first, first + 1)])
         head = requests.get(f"{base}/head", timeout=5).json()
-        assert head == {"stream": history.stream, "first": 18, "last": 20, "emitted": 20}
+        assert head == {"stream": history.stream, "first": 18, "last": 20, "capacity": 3,
+                        "emitted": 20}
         got = requests.get(f"{base}/pings", params={"since": 17}, timeout=5).json()
         assert [o["sequence"] for o in got] == [18, 19, 20]
         assert requests.get(f"{base}/pings", params={"since": 16}, timeout=5).status_code == 410

@@ -76,13 +76,15 @@ def test_a_restart_keeps_the_stream_and_goes_on_at_the_next_sequence(tmp_path: P
     second = beta(tmp_path, 200, segment_records=128)
     try:
         assert second.stream == stream
-        assert second.state.head() == {"stream": stream, "first": 1, "last": 300, "emitted": 0}
+        assert second.state.head() == {"stream": stream, "first": 1, "last": 300, "capacity": 1000,
+                                       "emitted": 0}
         run(second)
         after = get(second, since=0, limit=1000)
         assert after.headers[STREAM_HEADER] == stream
         assert [r["sequence"] for r in after.json()] == list(range(1, 501))
         assert get(second, since=0, limit=300).text == before.text
-        assert head(second) == {"stream": stream, "first": 1, "last": 500, "emitted": 200}
+        assert head(second) == {"stream": stream, "first": 1, "last": 500, "capacity": 1000,
+                                "emitted": 200}
         assert second.emitted == 200
     finally:
         second.stop()
@@ -100,7 +102,8 @@ def test_a_log_that_was_deleted_is_a_new_stream_whatever_else_survived(tmp_path:
     try:
         assert second.stream != old
         run(second)
-        assert head(second) == {"stream": second.stream, "first": 1, "last": 50, "emitted": 50}
+        assert head(second) == {"stream": second.stream, "first": 1, "last": 50,
+                                "capacity": 1000, "emitted": 50}
     finally:
         second.stop()
 
@@ -141,7 +144,8 @@ def test_without_a_data_dir_every_simulator_is_a_new_stream(tmp_path: Path) -> N
 def test_head_pings_and_the_410_answer_name_the_stream() -> None:
     sim = run(beta(None, 300, history=100))
     try:
-        assert head(sim) == {"stream": sim.stream, "first": 201, "last": 300, "emitted": 300}
+        assert head(sim) == {"stream": sim.stream, "first": 201, "last": 300, "capacity": 100,
+                             "emitted": 300}
         ok = get(sim, since=250, limit=5)
         assert ok.status_code == 200 and ok.headers[STREAM_HEADER] == sim.stream
         assert get(sim, since=300).headers[STREAM_HEADER] == sim.stream  # an empty answer too
@@ -243,6 +247,7 @@ def test_retention_deletes_old_segments_but_keeps_the_history(tmp_path: Path) ->
             "stream": restarted.stream,
             "first": 851,
             "last": 1000,
+            "capacity": 150,
             "emitted": 0,
         }
         run(restarted)

@@ -55,6 +55,15 @@ def test_below_the_minimum_data_waits_until_the_longest_delay() -> None:
     assert not rule.lets_through(3)  # the delay counts from the last time it let data through
 
 
+def test_data_filling_half_of_a_bounded_source_is_never_held() -> None:
+    rule, clock = held(1000, 10.0)
+    assert rule.lets_through(5)
+    clock.now += 1
+    assert rule.holds(199, ReadMaxRows(50000), room=400)
+    assert rule.holds(199, ReadMaxRows(50000))  # unbounded
+    assert not rule.holds(200, ReadMaxRows(50000), room=400)  # the next to go at the source
+
+
 def test_sources_with_their_own_first_answers_let_data_through_together() -> None:
     """Two sources of one query (their own processes, one wall clock): the delay is counted
     on the clock's grid of ``max_delay`` slots, so both let data through at the same trigger."""
@@ -161,6 +170,24 @@ def test_beta_holds_few_records_at_the_server(beta: BetaSimulator) -> None:
         reader.latestOffset(other, ReadMaxRows(50000))
 
 
+def test_beta_never_holds_records_its_server_would_drop_soon() -> None:
+    """A minimum beyond the server's history (200 records): records wait while they fill
+    less than half of it, then go, before the server drops the oldest of them."""
+    with beta_serving(500, 200) as sim:
+        reader = BetaStreamReader({"url": sim.url, "source_id": "b", "max_batch_delay": "5",
+                                   "min_records_per_batch": "1000"})  # fmt: skip
+        clock = Clock()
+        reader.holdback.clock = clock
+        st = stream_of(sim)
+        assert reader.latestOffset({"source": "b", "sequence": 450, "stream": st},
+                                   ReadMaxRows(50000))["sequence"] == 500  # fmt: skip
+        clock.now += 1
+        at_401 = {"source": "b", "sequence": 401, "stream": st}
+        assert reader.latestOffset(at_401, ReadMaxRows(50000)) == at_401  # 99 of 200
+        at_400 = {"source": "b", "sequence": 400, "stream": st}
+        assert reader.latestOffset(at_400, ReadMaxRows(50000))["sequence"] == 500  # 100
+
+
 def test_journal_holds_few_entries_in_the_store(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'journal.db'}"
     engine = js.engine_for(url)
@@ -182,6 +209,26 @@ def test_journal_holds_few_entries_in_the_store(tmp_path: Path) -> None:
     assert reader.latestOffset(at_25, ReadMaxRows(1000)) == at_25
     clock.now += 5
     assert reader.latestOffset(at_25, ReadMaxRows(1000))["sequence"] == 30
+
+
+def test_the_journal_never_holds_entries_it_would_drop_soon(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'journal.db'}"
+    engine = js.engine_for(url)
+    js.apply_changes(engine, [Change("insert", f"tx-{n}", float(n), "new") for n in range(1, 31)],
+                     capacity=20)  # fmt: skip
+    reader = JournalStreamReader(
+        {"url": url, "source_id": "j", "min_records_per_batch": "100", "max_batch_delay": "5"}
+    )
+    clock = Clock()
+    reader.holdback.clock = clock
+    stream = js.head(engine).stream
+    assert reader.latestOffset({"source": "j", "sequence": 25, "stream": stream},
+                               ReadMaxRows(1000))["sequence"] == 30  # fmt: skip
+    clock.now += 1
+    at_21 = {"source": "j", "sequence": 21, "stream": stream}
+    assert reader.latestOffset(at_21, ReadMaxRows(1000)) == at_21  # 9 of 20
+    at_20 = {"source": "j", "sequence": 20, "stream": stream}
+    assert reader.latestOffset(at_20, ReadMaxRows(1000))["sequence"] == 30  # 10 of 20
 
 
 # --- in a streaming query ------------------------------------------------------------------
