@@ -33,12 +33,21 @@ from streamops.state.layout import append_jsonl
 log = logging.getLogger(__name__)
 
 PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
+CHECKPOINT_FILE_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
 DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "4",
     # report every trigger that finds no new data (Spark's default: at most one per 10 s), so
     # a stop or a savepoint with cancel knows at once that a drained stage will run no batch
     "spark.sql.streaming.noDataProgressEventInterval": "0ms",
     "spark.sql.streaming.minBatchesToRetain": "20",
+    # Checkpoints and state files through Hadoop's FileSystem API, not its FileContext (Spark's
+    # default): on a local path without Hadoop's native library, FileContext asks each file's
+    # link status by running `readlink` in a child process, several times a batch in the
+    # driver and in each executor. 12 % less CPU for an idle fleet-pings job, batches a fifth
+    # shorter (docs/performance.md, "Checkpoints without a child process per file").
+    "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
     "spark.ui.showConsoleProgress": "false",
 }
 
