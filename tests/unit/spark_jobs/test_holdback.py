@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -170,6 +171,20 @@ def test_beta_holds_few_records_at_the_server(beta: BetaSimulator) -> None:
         reader.latestOffset(other, ReadMaxRows(50000))
 
 
+def holds_less_than_half_of_the_room(
+    reader: Any, clock: Clock, source: str, stream: str | None, last: int, room: int
+) -> None:
+    """``reader``'s source keeps ``room`` units, up to ``last``, and its minimum is larger:
+    after the first answer, fewer than half of ``room`` waiting are held, half go at once."""
+    first = {"source": source, "sequence": last - 5, "stream": stream}
+    assert reader.latestOffset(first, ReadMaxRows(50000))["sequence"] == last  # first answer
+    clock.now += 1
+    below = {"source": source, "sequence": last - room // 2 + 1, "stream": stream}
+    assert reader.latestOffset(below, ReadMaxRows(50000)) == below
+    half = {"source": source, "sequence": last - room // 2, "stream": stream}
+    assert reader.latestOffset(half, ReadMaxRows(50000))["sequence"] == last
+
+
 def test_beta_never_holds_records_its_server_would_drop_soon() -> None:
     """A minimum beyond the server's history (200 records): records wait while they fill
     less than half of it, then go, before the server drops the oldest of them."""
@@ -178,26 +193,27 @@ def test_beta_never_holds_records_its_server_would_drop_soon() -> None:
                                    "min_records_per_batch": "1000"})  # fmt: skip
         clock = Clock()
         reader.holdback.clock = clock
-        st = stream_of(sim)
-        assert reader.latestOffset({"source": "b", "sequence": 450, "stream": st},
-                                   ReadMaxRows(50000))["sequence"] == 500  # fmt: skip
-        clock.now += 1
-        at_401 = {"source": "b", "sequence": 401, "stream": st}
-        assert reader.latestOffset(at_401, ReadMaxRows(50000)) == at_401  # 99 of 200
-        at_400 = {"source": "b", "sequence": 400, "stream": st}
-        assert reader.latestOffset(at_400, ReadMaxRows(50000))["sequence"] == 500  # 100
+        holds_less_than_half_of_the_room(reader, clock, "b", stream_of(sim), 500, 200)
+
+
+def journal_of_30(
+    tmp_path: Path, min_records: int, capacity: int = js.DEFAULT_CAPACITY
+) -> tuple[JournalStreamReader, Clock, str | None]:
+    """A real SQLite journal of 30 entries (keeping ``capacity``), a reader with a holdback
+    of ``min_records`` and 5 s on a fake clock, and the journal's stream."""
+    url = f"sqlite:///{tmp_path / 'journal.db'}"
+    engine = js.engine_for(url)
+    js.apply_changes(engine, [Change("insert", f"tx-{n}", float(n), "new") for n in range(1, 31)],
+                     capacity=capacity)  # fmt: skip
+    reader = JournalStreamReader({"url": url, "source_id": "j", "max_batch_delay": "5",
+                                  "min_records_per_batch": str(min_records)})  # fmt: skip
+    clock = Clock()
+    reader.holdback.clock = clock
+    return reader, clock, js.head(engine).stream
 
 
 def test_journal_holds_few_entries_in_the_store(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'journal.db'}"
-    engine = js.engine_for(url)
-    js.apply_changes(engine, [Change("insert", f"tx-{n}", float(n), "new") for n in range(1, 31)])
-    reader = JournalStreamReader(
-        {"url": url, "source_id": "j", "min_records_per_batch": "20", "max_batch_delay": "5"}
-    )
-    clock = Clock()
-    reader.holdback.clock = clock
-    stream = js.head(engine).stream
+    reader, clock, stream = journal_of_30(tmp_path, 20)
     start = {"source": "j", "sequence": 0, "stream": stream}
     assert reader.latestOffset(start, ReadMaxRows(1000))["sequence"] == 30
     at_25 = {"source": "j", "sequence": 25, "stream": stream}
@@ -212,23 +228,8 @@ def test_journal_holds_few_entries_in_the_store(tmp_path: Path) -> None:
 
 
 def test_the_journal_never_holds_entries_it_would_drop_soon(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'journal.db'}"
-    engine = js.engine_for(url)
-    js.apply_changes(engine, [Change("insert", f"tx-{n}", float(n), "new") for n in range(1, 31)],
-                     capacity=20)  # fmt: skip
-    reader = JournalStreamReader(
-        {"url": url, "source_id": "j", "min_records_per_batch": "100", "max_batch_delay": "5"}
-    )
-    clock = Clock()
-    reader.holdback.clock = clock
-    stream = js.head(engine).stream
-    assert reader.latestOffset({"source": "j", "sequence": 25, "stream": stream},
-                               ReadMaxRows(1000))["sequence"] == 30  # fmt: skip
-    clock.now += 1
-    at_21 = {"source": "j", "sequence": 21, "stream": stream}
-    assert reader.latestOffset(at_21, ReadMaxRows(1000)) == at_21  # 9 of 20
-    at_20 = {"source": "j", "sequence": 20, "stream": stream}
-    assert reader.latestOffset(at_20, ReadMaxRows(1000))["sequence"] == 30  # 10 of 20
+    reader, clock, stream = journal_of_30(tmp_path, 100, capacity=20)
+    holds_less_than_half_of_the_room(reader, clock, "j", stream, 30, 20)
 
 
 # --- in a streaming query ------------------------------------------------------------------
