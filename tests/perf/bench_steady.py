@@ -144,7 +144,7 @@ def main() -> None:
     print(
         f"\nsteady state of {args.spec} at 2 x {args.rate:.0f} pings/s, trigger {args.trigger}, "
         f"{args.warm:.0f} s after healthy, {seconds:.0f} s sampled; conf {overrides or '-'}; "
-        f"args {job_args or '-'}; entrypoint {args.entrypoint or spec.entrypoint}"
+        f"args {job_args or '-'}; entrypoint {spec.entrypoint}"
     )
     total = sum(share.values())
     print(f"CPU (100% = one core; the machine has {os.cpu_count()}): total {total:.0f}%")

@@ -90,9 +90,9 @@ def build(ctx: JobContext) -> None:
         .load()
     )
     counts = frame.groupBy("key").agg(F.count(F.lit(1)).alias("c"), F.sum("n").alias("s"))
-    ctx.add_stage("counts", counts, _discard, output_mode="update", stateful=True)
+    ctx.add_stage("counts", counts, discard, output_mode="update", stateful=True)
 
 
-def _discard(batch: DataFrame, batch_id: int) -> None:
+def discard(batch: DataFrame, batch_id: int) -> None:
     """Run the batch (that is what updates the state) and drop its rows."""
     batch.write.format("noop").mode("overwrite").save()
