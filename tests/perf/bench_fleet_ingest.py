@@ -9,7 +9,8 @@ for ``--seconds`` after a warm-up; stops everything. Not part of the test suite.
   ``status-history.jsonl``), the backlog left at the end;
 - event-to-store latency p50/p90/p99 (``updated_at - time`` of each changed ``vehicles`` row,
   sampled every 0.25 s: the newest ping per VIN per batch);
-- batch durations p50/p99 per stage.
+- batch durations p50/p99 per stage, the share of the window each stage's batches ran, and
+  the headroom that gives (1 / the busiest stage's share); the machine's CPU use.
 
     .venv/bin/python tests/perf/bench_fleet_ingest.py --rate 20000 --seconds 60
 
@@ -25,7 +26,7 @@ import statistics
 import threading
 import time
 
-from harness import bench_cluster, discard, fleet_spec, pct
+from harness import bench_cluster, cpu_share, cpu_times, discard, fleet_spec, pct, stage_load
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
@@ -89,16 +90,16 @@ def main() -> None:
             submit_job(spec, settings, wait_healthy=600)
             alpha.start()
             time.sleep(args.warmup)
-            t0 = time.time()
+            t0, cpu0 = time.time(), cpu_times()
             emitted0 = alpha.emitted + beta.emitted
             sampler = threading.Thread(target=sample_latency, args=(url, stop, latencies, t0))
             sampler.start()
             time.sleep(args.seconds)
-            t1 = time.time()
+            t1, cpu = time.time(), cpu_share(cpu0, cpu_times())
             emitted1 = alpha.emitted + beta.emitted
             stop.set()
             sampler.join()
-            report(settings, spec.name, t0, t1, emitted1 - emitted0, latencies, beta.emitted)
+            report(settings, spec.name, t0, t1, emitted1 - emitted0, latencies, beta.emitted, cpu)
     finally:
         stop.set()
         alpha.stop()
@@ -111,19 +112,22 @@ def main() -> None:
 
 
 def report(settings: Settings, job: str, t0: float, t1: float, offered: int,
-           latencies: list[float], beta_head: int) -> None:  # fmt: skip
+           latencies: list[float], beta_head: int, cpu: float) -> None:  # fmt: skip
     lines = settings.layout.status_history(job).read_text().splitlines()
     history = [json.loads(x) for x in lines]
     window = [h for h in history if t0 <= h["last_batch_at"] <= t1]
     span = t1 - t0
     print(f"\nfleet-pings ingest benchmark ({span:.0f} s window, 2 workers, 2 cores machine)")
-    print(f"  offered          {offered / span:10.0f} pings/s (both simulators)")
+    print(f"  offered          {offered / span:10.0f} pings/s (both simulators); "
+          f"machine CPU {cpu:.0%}")  # fmt: skip
+    busy = []
     for stage in ("vehicles", "vehicle-stats-1m"):
-        rows = [h for h in window if h["stage"] == stage]
-        n = sum(h.get("num_input_rows") or 0 for h in rows)
-        durs = [h["batch_duration_ms"] / 1000 for h in rows if h.get("batch_duration_ms")]
-        print(f"  {stage:16} {n / span:10.0f} pings/s processed, {len(rows)} batches, "
-              f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s")  # fmt: skip
+        rate_in, durs, share = stage_load([h for h in window if h["stage"] == stage], span)
+        busy.append(share)
+        print(f"  {stage:16} {rate_in:10.0f} pings/s processed, {len(durs)} batches, "
+              f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s, "
+              f"busy {share:.0%}")  # fmt: skip
+    print(f"  headroom         {1 / max(busy):10.2f}x (1 / the busiest stage's share)")
     last = [h for h in history if h["stage"] == "vehicles"][-1]
     seq = next((s["end_offset"].get("sequence") for s in last["sources"]
                 if "sequence" in (s.get("end_offset") or {})), None)  # fmt: skip

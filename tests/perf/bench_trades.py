@@ -13,7 +13,9 @@ Prints, per rate:
 - window close to row in the store, p50/p90/p99: ``updated_at - window_end`` of every
   ``trade_series`` row whose window ended inside the measurement window (the producer's event
   times never go back, so a window's last write is the batch that read its last trade);
-- batch durations p50/p99 per stage; the machine's CPU use over the window (``/proc/stat``).
+- batch durations p50/p99 per stage, the share of the window each stage's batches ran, and
+  the headroom that gives (1 / the busiest stage's share); the machine's CPU use over the
+  window (``/proc/stat``).
 
 A rate "keeps up" when every stage processed at least 95 % of the offered rate over the
 window (the backlog at the end then holds only the batch in flight).
@@ -30,7 +32,7 @@ import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster, discard, fleet_spec, pct
+from harness import bench_cluster, cpu_share, cpu_times, discard, fleet_spec, pct, stage_load
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
@@ -41,13 +43,6 @@ from streamops.settings import Settings
 from streamops.sim.trades import TradeSimulator
 
 STAGES = ("avg-1s", "avg-1m", "vol-1s")
-
-
-def cpu_times() -> tuple[float, float]:
-    """(busy, total) jiffies of the whole machine."""
-    fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields) - idle, sum(fields)
 
 
 def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespace) -> dict:
@@ -73,7 +68,7 @@ def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespa
         time.sleep(3.0)  # the windows that ended just before t1 get their last write
         head = producer.emitted
         return report(settings, job, url, rate, t0, t1, emitted1 - emitted0, head,
-                      (cpu1[0] - cpu0[0]) / max(1.0, cpu1[1] - cpu0[1]))  # fmt: skip
+                      cpu_share(cpu0, cpu1))  # fmt: skip
     finally:
         producer.stop()
         if registry.view(job).is_live:
@@ -88,14 +83,15 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
     print(f"\ntrade analyser v2 at {rate:.0f} trades/s ({span:.0f} s window, 2 workers)")
     print(f"  offered          {offered / span:10.0f} trades/s; machine CPU {cpu:.0%}")
     stages = [s for s in STAGES if any(h["stage"] == s for h in history)]
-    processed = []
+    processed, busy = [], []
     for stage in stages:
-        rows = [h for h in window if h["stage"] == stage]
-        n = sum(h.get("num_input_rows") or 0 for h in rows)
-        durs = [h["batch_duration_ms"] / 1000 for h in rows if h.get("batch_duration_ms")]
-        processed.append(n / span)
-        print(f"  {stage:8} {n / span:10.0f} trades/s processed, {len(rows)} batches, "
-              f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s")  # fmt: skip
+        rate_in, durs, share = stage_load([h for h in window if h["stage"] == stage], span)
+        processed.append(rate_in)
+        busy.append(share)
+        print(f"  {stage:8} {rate_in:10.0f} trades/s processed, {len(durs)} batches, "
+              f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s, "
+              f"busy {share:.0%}")  # fmt: skip
+    print(f"  headroom         {1 / max(busy):10.2f}x (1 / the busiest stage's share)")
     committed = []
     for stage in stages:
         last = [h for h in history if h["stage"] == stage][-1:]
@@ -107,7 +103,8 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
     t = store.trade_series
     with store.engine_for(url).connect() as conn:
         rows = conn.execute(select(t.c.series, t.c.window_end_ms, t.c.updated_at)).all()
-    out = {"rate": rate, "kept_up": min(processed) >= 0.95 * offered / span, "cpu": cpu}
+    out = {"rate": rate, "kept_up": min(processed) >= 0.95 * offered / span, "cpu": cpu,
+           "headroom": 1 / max(busy)}  # fmt: skip
     for series in stages:
         lat = [upd - end / 1000 for s, end, upd in rows
                if s == series and t0 <= end / 1000 <= t1]  # fmt: skip

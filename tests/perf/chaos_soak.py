@@ -82,20 +82,32 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=int(time.time()) % 10_000)
     parser.add_argument("--only", default="", help="comma-separated actions, in this order")
     parser.add_argument("--keep-going", action="store_true", help="go on past a failed step")
-    parser.add_argument("--standby", choices=("none", "hot"), default="none",
-                        help="hot: the job runs with a hot standby on three workers, and the "
-                        "standby's node and the new primary's node after a failover are drawn")
-    parser.add_argument("--postgres", action="store_true",
-                        help="the store on a throwaway PostgreSQL database (STREAMOPS_TEST_PG_URL) "
-                        "reached through a link the campaign cuts (store-down is drawn)")
+    parser.add_argument(
+        "--standby",
+        choices=("none", "hot"),
+        default="none",
+        help="hot: the job runs with a hot standby on three workers, and the "
+        "standby's node and the new primary's node after a failover are drawn",
+    )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="the store on a throwaway PostgreSQL database (STREAMOPS_TEST_PG_URL) "
+        "reached through a link the campaign cuts (store-down is drawn)",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit)
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
     only = [n for n in args.only.split(",") if n]
     print(f"chaos soak: seed {args.seed}, {len(only) or args.steps} steps", flush=True)
     root = Path(tempfile.mkdtemp(prefix="streamops-chaos-"))
-    settings = Settings.from_env({}, state_root=str(root), master_port=free_port(),
-                                 master_webui_port=free_port(), rest_port=free_port())
+    settings = Settings.from_env(
+        {},
+        state_root=str(root),
+        master_port=free_port(),
+        master_webui_port=free_port(),
+        rest_port=free_port(),
+    )
     workers = 3 if args.standby == "hot" else 2
     profile = ClusterProfile.from_mapping(
         {"workers": workers, "max_workers": workers + 1, "worker_cores": 3,
@@ -110,9 +122,14 @@ def main() -> int:
         work = root / "work"
         work.mkdir()
         pg_url = stack.enter_context(throwaway_database("streamops_chaos")) if args.postgres else ""
-        world = ChaosWorld(ClusterHandle(settings, cluster), work, free_port(),
-                           standby=args.standby, postgres_url=pg_url,
-                           airflow_port=free_port())
+        world = ChaosWorld(
+            ClusterHandle(settings, cluster),
+            work,
+            free_port(),
+            standby=args.standby,
+            postgres_url=pg_url,
+            airflow_port=free_port(),
+        )
         world.start()
         submit_job(world.spec(), settings, wait_healthy=300)
         run_campaign(world, args.seed, len(only) or args.steps, short=False, only=only,

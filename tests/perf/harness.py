@@ -121,6 +121,29 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def cpu_times() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine, from ``/proc/stat``."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cpu_share(before: tuple[float, float], after: tuple[float, float]) -> float:
+    """The machine's CPU use between two :func:`cpu_times` (1.0 = every core busy)."""
+    return (after[0] - before[0]) / max(1.0, after[1] - before[1])
+
+
+def stage_load(rows: list[dict[str, Any]], span: float) -> tuple[float, list[float], float]:
+    """Of one stage's batches committed in a window of ``span`` seconds: input rows per
+    second, the batches' durations (s), and the share of the window its batches ran. A stage
+    busy a share ``b`` of the time could take about ``1 / b`` times the rate it was offered
+    before its batches run back to back (more: each batch has a fixed cost too) - the
+    headroom the benchmarks print, beside the machine's CPU use, which bounds it too."""
+    n = sum(h.get("num_input_rows") or 0 for h in rows)
+    durs = [h["batch_duration_ms"] / 1000 for h in rows if h.get("batch_duration_ms")]
+    return n / span, durs, sum(durs) / span
+
+
 def discard(root: Path, keep: bool = False) -> None:
     """Remove a benchmark's state root (hundreds of MB of checkpoints, logs and class
     archives), unless ``keep`` or ``STREAMOPS_BENCH_KEEP`` is set."""
