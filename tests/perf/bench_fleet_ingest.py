@@ -26,7 +26,16 @@ import statistics
 import threading
 import time
 
-from harness import bench_cluster, cpu_share, cpu_times, discard, fleet_spec, pct, stage_load
+from harness import (
+    bench_cluster,
+    cpu_share,
+    cpu_times,
+    discard,
+    fleet_spec,
+    headroom,
+    pct,
+    stage_load,
+)
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
@@ -120,14 +129,15 @@ def report(settings: Settings, job: str, t0: float, t1: float, offered: int,
     print(f"\nfleet-pings ingest benchmark ({span:.0f} s window, 2 workers, 2 cores machine)")
     print(f"  offered          {offered / span:10.0f} pings/s (both simulators); "
           f"machine CPU {cpu:.0%}")  # fmt: skip
-    busy = []
+    busy, processed = [], []
     for stage in ("vehicles", "vehicle-stats-1m"):
         rate_in, durs, share = stage_load([h for h in window if h["stage"] == stage], span)
         busy.append(share)
+        processed.append(rate_in)
         print(f"  {stage:16} {rate_in:10.0f} pings/s processed, {len(durs)} batches, "
               f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s, "
               f"busy {share:.0%}")  # fmt: skip
-    print(f"  headroom         {1 / max(busy):10.2f}x (1 / the busiest stage's share)")
+    print(f"  headroom         {headroom(busy, processed, offered / span)}")
     last = [h for h in history if h["stage"] == "vehicles"][-1]
     seq = next((s["end_offset"].get("sequence") for s in last["sources"]
                 if "sequence" in (s.get("end_offset") or {})), None)  # fmt: skip

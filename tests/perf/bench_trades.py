@@ -32,7 +32,16 @@ import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster, cpu_share, cpu_times, discard, fleet_spec, pct, stage_load
+from harness import (
+    bench_cluster,
+    cpu_share,
+    cpu_times,
+    discard,
+    fleet_spec,
+    headroom,
+    pct,
+    stage_load,
+)
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
@@ -91,7 +100,7 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
         print(f"  {stage:8} {rate_in:10.0f} trades/s processed, {len(durs)} batches, "
               f"batch p50 {pct(durs, .5):.2f} s p99 {pct(durs, .99):.2f} s, "
               f"busy {share:.0%}")  # fmt: skip
-    print(f"  headroom         {1 / max(busy):10.2f}x (1 / the busiest stage's share)")
+    print(f"  headroom         {headroom(busy, processed, offered / span)}")
     committed = []
     for stage in stages:
         last = [h for h in history if h["stage"] == stage][-1:]
@@ -103,8 +112,7 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
     t = store.trade_series
     with store.engine_for(url).connect() as conn:
         rows = conn.execute(select(t.c.series, t.c.window_end_ms, t.c.updated_at)).all()
-    out = {"rate": rate, "kept_up": min(processed) >= 0.95 * offered / span, "cpu": cpu,
-           "headroom": 1 / max(busy)}  # fmt: skip
+    out = {"rate": rate, "kept_up": min(processed) >= 0.95 * offered / span, "cpu": cpu}
     for series in stages:
         lat = [upd - end / 1000 for s, end, upd in rows
                if s == series and t0 <= end / 1000 <= t1]  # fmt: skip

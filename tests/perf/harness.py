@@ -144,6 +144,17 @@ def stage_load(rows: list[dict[str, Any]], span: float) -> tuple[float, list[flo
     return n / span, durs, sum(durs) / span
 
 
+def headroom(busy: list[float], processed: list[float], offered: float) -> str:
+    """What the stages' busy shares say of the job's headroom at the ``offered`` rate, given
+    each stage's ``processed`` rate: a factor only while every stage kept up with batches
+    shorter than its trigger (otherwise only a run at a higher rate shows it)."""
+    if not busy or min(processed) < 0.95 * offered:
+        return "none: the job fell behind the offered rate"
+    if max(busy) >= 0.95:
+        return "not shown: the batches ran back to back (run a higher rate)"
+    return f"{1 / max(busy):.2f}x (1 / the busiest stage's share)"
+
+
 def discard(root: Path, keep: bool = False) -> None:
     """Remove a benchmark's state root (hundreds of MB of checkpoints, logs and class
     archives), unless ``keep`` or ``STREAMOPS_BENCH_KEEP`` is set."""
