@@ -26,16 +26,7 @@ import statistics
 import threading
 import time
 
-from harness import (
-    bench_cluster,
-    cpu_share,
-    cpu_times,
-    discard,
-    fleet_spec,
-    headroom,
-    pct,
-    stage_load,
-)
+from harness import bench_cluster, cpu_since, discard, fleet_spec, headroom, pct, stage_load
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
@@ -99,16 +90,17 @@ def main() -> None:
             submit_job(spec, settings, wait_healthy=600)
             alpha.start()
             time.sleep(args.warmup)
-            t0, cpu0 = time.time(), cpu_times()
+            t0, cpu = time.time(), cpu_since()
             emitted0 = alpha.emitted + beta.emitted
             sampler = threading.Thread(target=sample_latency, args=(url, stop, latencies, t0))
             sampler.start()
             time.sleep(args.seconds)
-            t1, cpu = time.time(), cpu_share(cpu0, cpu_times())
+            t1, cpu_share = time.time(), cpu()
             emitted1 = alpha.emitted + beta.emitted
             stop.set()
             sampler.join()
-            report(settings, spec.name, t0, t1, emitted1 - emitted0, latencies, beta.emitted, cpu)
+            offered = emitted1 - emitted0
+            report(settings, spec.name, t0, t1, offered, latencies, beta.emitted, cpu_share)
     finally:
         stop.set()
         alpha.stop()

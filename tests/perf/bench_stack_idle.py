@@ -3,9 +3,9 @@
 Starts a local cluster (2 workers, free ports, a temporary state root) and, beside it, the
 stack ``streamops up`` starts (Airflow with its PostgreSQL and scheduled DAGs, the dashboard,
 describe-ahead: :mod:`ops_stack`), no job; waits ``--settle`` seconds, then reads every
-process's CPU time from ``/proc`` over ``--seconds``; stops everything. Not part of the test
-suite. Prints the machine's CPU use over the window and the processes that used the most, each
-as a share of the whole machine (100 % = both cores busy).
+process's own CPU time (user + system) from ``/proc`` over ``--seconds``; stops everything.
+Not part of the test suite. Prints the machine's CPU use over the window and the processes
+that used the most, each as a share of the whole machine (100 % = every core busy).
 
     .venv/bin/python tests/perf/bench_stack_idle.py --seconds 90
 """
@@ -15,26 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
-from harness import bench_cluster, cpu_share, cpu_times, discard
+from harness import bench_cluster, cpu_since, discard, processes
 from ops_stack import beside_stack
-
-
-def process_times() -> dict[int, tuple[int, str]]:
-    """Per process: user + system jiffies (its own and its waited-for children's) and its
-    command line."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        out[int(entry.name)] = (sum(int(x) for x in stat[11:15]), cmd.strip()[:120])
-    return out
 
 
 def main() -> None:
@@ -48,15 +31,15 @@ def main() -> None:
         cluster.start()
         with beside_stack(settings, False):
             time.sleep(args.settle)
-            p0, c0, t0 = process_times(), cpu_times(), time.monotonic()
+            p0, cpu, t0 = processes(), cpu_since(), time.monotonic()
             time.sleep(args.seconds)
-            p1, c1, span = process_times(), cpu_times(), time.monotonic() - t0
-            hz = os.sysconf("SC_CLK_TCK") * span * (os.cpu_count() or 1)
-            print(f"\nthe idle stack over {span:.0f} s: machine CPU {cpu_share(c0, c1):.1%}")
-            used = sorted(((j - p0.get(pid, (0, ""))[0]) / hz, pid, cmd)
-                          for pid, (j, cmd) in p1.items())  # fmt: skip
-            for share, pid, cmd in reversed(used[-args.top :]):
-                print(f"  {share:6.1%}  {pid:7d}  {cmd or '(kernel)'}")
+            p1, share, span = processes(), cpu(), time.monotonic() - t0
+            print(f"\nthe idle stack over {span:.0f} s: machine CPU {share:.1%}")
+            ticks = os.sysconf("SC_CLK_TCK") * span * (os.cpu_count() or 1)
+            used = sorted(((t - p0.get(pid, ("", 0))[1]) / ticks, pid, cmd)
+                          for pid, (cmd, t) in p1.items())  # fmt: skip
+            for part, pid, cmd in reversed(used[-args.top :]):
+                print(f"  {part:6.1%}  {pid:7d}  {cmd.strip()[:120] or '(kernel)'}")
     finally:
         cluster.stop()
         discard(root)

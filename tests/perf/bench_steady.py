@@ -21,7 +21,7 @@ import statistics
 import time
 from pathlib import Path
 
-from harness import bench_cluster, discard, fleet_spec, use_bench_jobs
+from harness import bench_cluster, cpu_ticks, discard, fleet_spec, processes, use_bench_jobs
 
 from streamops.jobs import JobRegistry
 from streamops.procedures.submit import submit_job
@@ -40,22 +40,6 @@ KINDS = (
     ("bench_steady.py", "the simulators (this benchmark)"),
     ("-m streamops", "node agents"),
 )
-
-
-def cpu_ticks(stat: Path) -> int:
-    fields = stat.read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime
-
-
-def processes() -> dict[int, tuple[str, int]]:
-    out = {}
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            out[int(proc.name)] = (cmd, cpu_ticks(proc / "stat"))
-        except (OSError, IndexError):  # ended meanwhile
-            pass
-    return out
 
 
 def threads(pid: int) -> dict[int, tuple[str, int]]:

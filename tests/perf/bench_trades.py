@@ -32,16 +32,7 @@ import logging
 import time
 from pathlib import Path
 
-from harness import (
-    bench_cluster,
-    cpu_share,
-    cpu_times,
-    discard,
-    fleet_spec,
-    headroom,
-    pct,
-    stage_load,
-)
+from harness import bench_cluster, cpu_since, discard, fleet_spec, headroom, pct, stage_load
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
@@ -71,13 +62,13 @@ def run_rate(settings: Settings, root: Path, rate: float, args: argparse.Namespa
         print(f"{job}: {args.spec}, trigger {spec.trigger_interval}", flush=True)
         submit_job(spec, settings, wait_healthy=600)
         time.sleep(args.warmup)
-        t0, emitted0, cpu0 = time.time(), producer.emitted, cpu_times()
+        t0, emitted0, cpu = time.time(), producer.emitted, cpu_since()
         time.sleep(args.seconds)
-        t1, emitted1, cpu1 = time.time(), producer.emitted, cpu_times()
+        t1, emitted1, cpu_share = time.time(), producer.emitted, cpu()
         time.sleep(3.0)  # the windows that ended just before t1 get their last write
         head = producer.emitted
         return report(settings, job, url, rate, t0, t1, emitted1 - emitted0, head,
-                      cpu_share(cpu0, cpu1))  # fmt: skip
+                      cpu_share)  # fmt: skip
     finally:
         producer.stop()
         if registry.view(job).is_live:

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -121,16 +121,41 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def cpu_times() -> tuple[float, float]:
+def _machine_jiffies() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine, from ``/proc/stat``."""
     fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
     return sum(fields) - idle, sum(fields)
 
 
-def cpu_share(before: tuple[float, float], after: tuple[float, float]) -> float:
-    """The machine's CPU use between two :func:`cpu_times` (1.0 = every core busy)."""
-    return (after[0] - before[0]) / max(1.0, after[1] - before[1])
+def cpu_since() -> Callable[[], float]:
+    """The machine's CPU use from now on: the function returned gives its share (1.0 = every
+    core busy) between this call and its own."""
+    busy0, total0 = _machine_jiffies()
+
+    def share() -> float:
+        busy, total = _machine_jiffies()
+        return (busy - busy0) / max(1.0, total - total0)
+
+    return share
+
+
+def cpu_ticks(stat: Path) -> int:
+    """utime + stime of a ``/proc/<pid>/stat`` (or a thread's ``task/<tid>/stat``)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def processes() -> dict[int, tuple[str, int]]:
+    """Per running process: its command line and its CPU ticks so far (:func:`cpu_ticks`)."""
+    out = {}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            out[int(proc.name)] = (cmd, cpu_ticks(proc / "stat"))
+        except (OSError, IndexError):  # ended meanwhile
+            pass
+    return out
 
 
 def stage_load(rows: list[dict[str, Any]], span: float) -> tuple[float, list[float], float]:

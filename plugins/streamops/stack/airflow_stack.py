@@ -185,7 +185,7 @@ class AirflowStack:
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
             # an unchanged DAG file is parsed again every 5 minutes, not every 30 s (a file
             # changed since its last parse goes first in the queue either way): the idle
-            # dag-processor took 4.1 % of this 2-core machine, 0.9 % so (docs/performance.md)
+            # dag-processor took 4.1 % of a core, 0.7-0.9 % so (docs/performance.md)
             "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "300",
             # a task's calls to the execution API time out after 5 s by default: too short for
             # a small machine that also runs Spark (a task failed in `up` before this)
