@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the classpath jar releases: java/udf/<release>/**.java, compiled with the JDK against
-# the jars of the installed pyspark, into config/jars/releases/<release>/streamops-udf.jar.
-# Idempotent: a release whose jar is newer than all its sources is left alone.
+# the jars of the installed pyspark, into config/jars/releases/<release>/streamops-udf.jar;
+# and the base jar every job JVM loads whatever the release: java/fs/**.java into
+# config/jars/base/streamops-fs.jar. Idempotent: a jar newer than all its sources is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,21 +14,27 @@ if ! command -v javac >/dev/null 2>&1 || ! command -v jar >/dev/null 2>&1; then
 fi
 spark_jars="$("$PY" -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
 
-for src in java/udf/*/; do
-  release="$(basename "$src")"
-  out="config/jars/releases/$release"
-  jarfile="$out/streamops-udf.jar"
+# build_jar SRC_DIR JAR: compile SRC_DIR's sources into JAR unless JAR is newer than all of them
+build_jar() {
+  local src="$1" jarfile="$2"
   if [ -f "$jarfile" ] && [ -z "$(find "$src" -name '*.java' -newer "$jarfile")" ]; then
-    continue
+    return 0
   fi
+  local classes
   classes="$(mktemp -d)"
   trap 'rm -rf "$classes"' EXIT
   mapfile -t sources < <(find "$src" -name '*.java' | sort)
   javac --release 17 -nowarn -cp "$spark_jars/*" -d "$classes" "${sources[@]}"
-  mkdir -p "$out"
+  mkdir -p "$(dirname "$jarfile")"
   jar --create --file "$jarfile.tmp" -C "$classes" .
   mv "$jarfile.tmp" "$jarfile"
   rm -rf "$classes"
   trap - EXIT
   echo "build_jars: built $jarfile" >&2
+}
+
+for src in java/udf/*/; do
+  build_jar "$src" "config/jars/releases/$(basename "$src")/streamops-udf.jar"
 done
+# on every job JVM's classpath whatever the release (plugins/streamops/cluster/local_fs.py)
+build_jar java/fs config/jars/base/streamops-fs.jar

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from streamops.cluster.local_fs import fs_jar
 from streamops.cluster.spark_home import find_spark_home
 from streamops.settings import Settings
 
@@ -58,13 +59,15 @@ def _files(directory: Path) -> Iterable[str]:
 
 def archive_key(settings: Settings, spark_home: Path | None = None) -> str:
     """A short hash of what an archive depends on: the JDK, Spark's jars, the cluster's jar
-    release and the workers' configuration directory (all on the job JVMs' classpath)."""
+    release, the base jars (:mod:`streamops.cluster.local_fs`) and the workers' configuration
+    directory (all on the job JVMs' classpath)."""
     jdk = java_home()
     parts = [f"jdk {jdk}"]
     if jdk is not None and (jdk / "release").is_file():
         parts.append((jdk / "release").read_text(errors="replace"))
     parts += _files((spark_home or find_spark_home()) / "jars")
     parts += _files(settings.layout.active_release_link)
+    parts += _files(fs_jar(settings.config_dir).parent)
     parts.append(f"conf {settings.layout.worker_conf_dir}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 

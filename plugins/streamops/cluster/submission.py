@@ -23,6 +23,7 @@ from streamops.cluster import rpc_auth
 from streamops.cluster.class_archives import ClassArchives
 from streamops.cluster.client import MasterClient, submission_request
 from streamops.cluster.launcher_jar import ensure_launcher_jar
+from streamops.cluster.local_fs import with_local_fs
 from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobError
@@ -127,6 +128,7 @@ def build_submission(
         *hot,
         *extra_args,
     )
+    props = with_local_fs(props, settings.config_dir)  # no chmod process per checkpoint file
     jar = ensure_launcher_jar(settings.layout)
     props = ClassArchives.of(settings).apply(props)
     return Submission(spec.name, spec.version, jar, app_args, props)
