@@ -20,8 +20,7 @@ build_jar() {
   if [ -f "$jarfile" ] && [ -z "$(find "$src" -name '*.java' -newer "$jarfile")" ]; then
     return 0
   fi
-  local classes
-  classes="$(mktemp -d)"
+  classes="$(mktemp -d)"  # global: the EXIT trap removes it if javac fails
   trap 'rm -rf "$classes"' EXIT
   mapfile -t sources < <(find "$src" -name '*.java' | sort)
   javac --release 17 -nowarn -cp "$spark_jars/*" -d "$classes" "${sources[@]}"

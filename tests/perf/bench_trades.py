@@ -32,7 +32,16 @@ import logging
 import time
 from pathlib import Path
 
-from harness import bench_cluster, cpu_since, discard, fleet_spec, headroom, pct, stage_load
+from harness import (
+    bench_cluster,
+    cpu_since,
+    discard,
+    fleet_spec,
+    headroom,
+    kept_up,
+    pct,
+    stage_load,
+)
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
@@ -103,7 +112,7 @@ def report(settings: Settings, job: str, url: str, rate: float, t0: float, t1: f
     t = store.trade_series
     with store.engine_for(url).connect() as conn:
         rows = conn.execute(select(t.c.series, t.c.window_end_ms, t.c.updated_at)).all()
-    out = {"rate": rate, "kept_up": min(processed) >= 0.95 * offered / span, "cpu": cpu}
+    out = {"rate": rate, "kept_up": kept_up(processed, offered / span), "cpu": cpu}
     for series in stages:
         lat = [upd - end / 1000 for s, end, upd in rows
                if s == series and t0 <= end / 1000 <= t1]  # fmt: skip

@@ -169,11 +169,16 @@ def stage_load(rows: list[dict[str, Any]], span: float) -> tuple[float, list[flo
     return n / span, durs, sum(durs) / span
 
 
+def kept_up(processed: list[float], offered: float) -> bool:
+    """Every stage processed at least 95 % of the ``offered`` rate."""
+    return bool(processed) and min(processed) >= 0.95 * offered
+
+
 def headroom(busy: list[float], processed: list[float], offered: float) -> str:
     """What the stages' busy shares say of the job's headroom at the ``offered`` rate, given
     each stage's ``processed`` rate: a factor only while every stage kept up with batches
     shorter than its trigger (otherwise only a run at a higher rate shows it)."""
-    if not busy or min(processed) < 0.95 * offered:
+    if not busy or not kept_up(processed, offered):
         return "none: the job fell behind the offered rate"
     if max(busy) >= 0.95:
         return "not shown: the batches ran back to back (run a higher rate)"
