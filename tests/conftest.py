@@ -1,5 +1,6 @@
-"""Fixtures shared by every test: free loopback ports, a throwaway PostgreSQL database, the
-session's one real Spark cluster and Airflow's metadata database.
+"""Fixtures shared by every test: free loopback ports, the session's PostgreSQL and a throwaway
+database in it (``support.postgres``), the session's one real Spark cluster and Airflow's
+metadata database; under ``STREAMOPS_REQUIRE_ALL=1`` a skip fails (``support.require_all``).
 
 Airflow reads its configuration when it is first imported, so this module points it at a
 throwaway ``AIRFLOW_HOME`` (SQLite metadata, the project's ``dags/`` and ``plugins/``) before
@@ -14,12 +15,11 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.airflow_env import configure_airflow_env
-from support.postgres import throwaway_database
 
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="streamops-airflow-"))
 configure_airflow_env(os.environ, _AIRFLOW_HOME)
@@ -55,21 +55,10 @@ def free_port() -> Callable[[], int]:
     return _free_port
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """URL of a fresh PostgreSQL database, dropped after the session.
-
-    Skipped when no server is reachable, except under CI (CI=true), where it must be.
-    """
-    with throwaway_database("streamops_it") as url:
-        try:
-            yield url
-        finally:
-            from spark_jobs.sinks import store
-
-            engine = store._engines.pop(url, None)
-            if engine is not None:
-                engine.dispose()
-
-
-pytest_plugins = ["support.cluster_fixture", "support.airflow_fixture"]
+pytest_plugins = [
+    "support.cluster_fixture",
+    "support.airflow_fixture",
+    "support.postgres",
+    "support.require_all",
+    "pytester",
+]

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy.engine import make_url
 from support.beta_process import BetaProcess
 from support.faults import kill_node_of, next_batches
 from support.integration import ClusterHandle, describe_job, wait_until
@@ -43,7 +42,7 @@ from support.oracle import (
     latest_per_vin,
     tumbling_windows,
 )
-from support.postgres import throwaway_database
+from support.postgres import cuttable_link, fails_the_test, throwaway_database
 from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
@@ -90,19 +89,17 @@ def committed(cluster: ClusterHandle) -> dict[str, dict[str, object]]:
 
 
 @pytest.fixture
-def store_proxy() -> Iterator[tuple[str, TcpProxy]]:
-    """A fresh PostgreSQL database reached through a proxy the test can cut: its URL through
-    the proxy, and the proxy."""
-    with throwaway_database("streamops_faults") as url:
-        real = make_url(url)
-        proxy = TcpProxy((real.host or "127.0.0.1", real.port or 5432))
-        proxy.start()
-        through = real.set(host="127.0.0.1", port=proxy.port)
-        through_url = through.render_as_string(hide_password=False)
+def store_proxy(pg_admin_url: str) -> Iterator[tuple[str, TcpProxy]]:
+    """A fresh PostgreSQL database on the session's server, reached through a proxy the test
+    can cut: its URL through the proxy, and the proxy."""
+    with (
+        fails_the_test(),
+        throwaway_database("streamops_faults", pg_admin_url) as url,
+        cuttable_link(url) as (through_url, proxy),
+    ):
         try:
             yield through_url, proxy
         finally:
-            proxy.cut()
             engine = store._engines.pop(through_url, None)
             if engine is not None:
                 engine.dispose()

@@ -26,7 +26,7 @@ from harness import discard, free_port, python_loop_seconds
 from support.chaos.campaign import StepReport, replay_hint, run_campaign
 from support.chaos.world import ChaosWorld
 from support.integration import ClusterHandle
-from support.postgres import throwaway_database
+from support.postgres import postgres_server, throwaway_database
 
 from streamops.cluster.profile import ClusterProfile
 from streamops.procedures.submit import submit_job
@@ -92,7 +92,8 @@ def main() -> int:
     parser.add_argument(
         "--postgres",
         action="store_true",
-        help="the store on a throwaway PostgreSQL database (STREAMOPS_TEST_PG_URL) "
+        help="the store on a throwaway database of an embedded PostgreSQL (or of "
+        "STREAMOPS_TEST_PG_URL) "
         "reached through a link the campaign cuts (store-down is drawn)",
     )
     args = parser.parse_args()
@@ -121,7 +122,10 @@ def main() -> int:
         train_class_archives(settings)
         work = root / "work"
         work.mkdir()
-        pg_url = stack.enter_context(throwaway_database("streamops_chaos")) if args.postgres else ""
+        pg_url = ""
+        if args.postgres:
+            admin_url = stack.enter_context(postgres_server(free_port))
+            pg_url = stack.enter_context(throwaway_database("streamops_chaos", admin_url))
         world = ChaosWorld(
             ClusterHandle(settings, cluster),
             work,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from sqlalchemy.engine import make_url
 from support.beta_process import BetaProcess
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.oracle import (
@@ -28,6 +27,7 @@ from support.oracle import (
     latest_per_vin,
     tumbling_windows,
 )
+from support.postgres import link_to
 from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
@@ -77,11 +77,7 @@ class ChaosWorld:
         self.store_url = f"sqlite:///{self.workdir / 'fleet.db'}"
         self.store_link: TcpProxy | None = None
         if self.postgres_url:
-            real = make_url(self.postgres_url)
-            self.store_link = TcpProxy((real.host or "127.0.0.1", real.port or 5432))
-            self.store_link.start()
-            self.store_url = real.set(host="127.0.0.1", port=self.store_link.port).render_as_string(
-                hide_password=False)
+            self.store_url, self.store_link = link_to(self.postgres_url)
         self.alpha = AlphaSimulator(
             self.alpha_dir, seed=31, vehicles=self.vehicles, rate=self.rate, pings_per_file=40,
             malformed_every=101, journal=self.workdir / "alpha.jsonl",

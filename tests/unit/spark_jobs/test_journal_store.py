@@ -2,7 +2,7 @@
 the trimming to the journal's capacity, the head, and the idempotent ``transaction_log``.
 
 PostgreSQL runs in a schema of its own per test inside the session's throwaway database
-(``postgres_url``; skipped without a server, required under CI)."""
+(``postgres_url``, on the session's embedded PostgreSQL or ``STREAMOPS_TEST_PG_URL``)."""
 
 from __future__ import annotations
 

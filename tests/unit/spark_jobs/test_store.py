@@ -1,8 +1,9 @@
 """The fleet store on real SQLite and PostgreSQL: keyed, idempotent writes and migration.
 
 Every test runs against a fresh SQLite file and a fresh PostgreSQL schema (in a database
-created for this module and dropped after it). ``engine_for`` caches one engine per URL, so
-each test uses its own URL; the engines are disposed at teardown.
+created for this module on the session's PostgreSQL, ``pg_admin_url``, and dropped after it).
+``engine_for`` caches one engine per URL, so each test uses its own URL; the engines are
+disposed at teardown.
 """
 
 from __future__ import annotations
@@ -29,15 +30,13 @@ from sqlalchemy import (
     inspect,
     text,
 )
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
-from support.postgres import throwaway_database
-from support.tcp_proxy import TcpProxy
+from support.postgres import cuttable_link, fails_the_test, throwaway_database
 
 from spark_jobs.sinks import store
 from streamops.sim.fleet import Fleet, Ping
 
-PG_ADMIN_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 VEHICLES = 4
 ROUNDS = 3
 
@@ -55,9 +54,9 @@ class Store:
 
 
 @pytest.fixture(scope="module")
-def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this module; skipped if no server (fails under CI)."""
-    with throwaway_database("streamops_unit", PG_ADMIN_URL) as url:
+def pg_database(pg_admin_url: str) -> Iterator[str]:
+    """A fresh PostgreSQL database for this module, on the session's server."""
+    with fails_the_test(), throwaway_database("streamops_unit", pg_admin_url) as url:
         yield url
 
 
@@ -313,28 +312,24 @@ def test_obd_codes_migration_keeps_old_rows(db: Store) -> None:
 def test_a_write_waits_for_an_unreachable_postgresql_and_applies_once(pg_database: str) -> None:
     """PostgreSQL behind a proxy that is cut for two seconds (open connections broken, new
     ones refused): the upsert retries, then applies the batch exactly once."""
-    url = make_url(pg_database)
-    proxy = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
-    proxy.start()
-    through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    try:
-        engine = store.engine_for(through)
-        first, second = fleet_pings(rounds=2)
-        store.upsert_vehicles(engine, [vehicle_row(p) for p in first], "1")
-        proxy.cut()
-        timer = threading.Timer(2.0, proxy.restore)
-        timer.start()
-        began = time.monotonic()
-        store.upsert_vehicles(engine, [vehicle_row(p) for p in second], "1")
-        assert time.monotonic() - began >= 1.5  # it waited for the store
-        timer.join()
-        rows = store.read_table(engine, store.vehicles)
-        assert sorted((r["vin"], r["sequence"]) for r in rows) == sorted(
-            (p.vin, p.sequence) for p in second
-        )
-    finally:
-        proxy.cut()
-        store.engine_for(through).dispose()
+    with cuttable_link(pg_database) as (through, proxy):
+        try:
+            engine = store.engine_for(through)
+            first, second = fleet_pings(rounds=2)
+            store.upsert_vehicles(engine, [vehicle_row(p) for p in first], "1")
+            proxy.cut()
+            timer = threading.Timer(2.0, proxy.restore)
+            timer.start()
+            began = time.monotonic()
+            store.upsert_vehicles(engine, [vehicle_row(p) for p in second], "1")
+            assert time.monotonic() - began >= 1.5  # it waited for the store
+            timer.join()
+            rows = store.read_table(engine, store.vehicles)
+            assert sorted((r["vin"], r["sequence"]) for r in rows) == sorted(
+                (p.vin, p.sequence) for p in second
+            )
+        finally:
+            store.engine_for(through).dispose()
 
 
 def test_a_wrong_statement_is_not_retried(tmp_path: Path) -> None:
