@@ -199,7 +199,7 @@ class Store:
         for name in self.names(kind):
             try:
                 applied = self.get(kind, name)
-            except UnreadableFile as exc:
+            except ConfigError as exc:  # unreadable, or a file name no resource can have
                 bad.append(Unreadable(kind, name, str(exc)))
                 continue
             if applied is not None:

@@ -237,3 +237,12 @@ def test_an_unreadable_savepoint_request_file_holds_back_nothing(world: dict[str
     assert len(result.errors) == 1 and "x-sp" in result.errors[0]
     complete = store.request_status("x-sp").condition("Valid")
     assert complete is not None and complete.status == "False"
+
+
+def test_a_stray_file_named_unlike_any_resource_holds_back_nothing(world: dict[str, Any]) -> None:
+    store, settings = world["store"], world["settings"]
+    store.apply(dep("a"))
+    (store.resource_file("JobDeployment", "a").parent / "a copy (2).json").write_text("{}")
+    result = reconcile.reconcile_once(settings)
+    assert store.deployment_status("a").phase == "Running"
+    assert len(result.errors) == 1 and "a copy (2)" in result.errors[0]
