@@ -5,7 +5,8 @@ and what to do about it::
 
     StreamopsError
     ├── ConfigError            a job spec, setting or name is invalid
-    │   └── UnsafeNameError    a job, stage or savepoint name could escape its directory
+    │   ├── UnsafeNameError    a job, stage or savepoint name could escape its directory
+    │   └── UnreadableFile     a file is not text (UTF-8) or not of its format; names the file
     ├── ClusterError           the Spark standalone cluster refused or failed an operation
     │   ├── ClusterNotRunning  the master (or its REST server) cannot be reached
     │   ├── ProcessError       a local master/worker process failed to start or stop
@@ -39,6 +40,11 @@ class ConfigError(StreamopsError):
 
 class UnsafeNameError(ConfigError):
     """A name could escape the directory it names (``..``, ``/``, empty, odd characters)."""
+
+
+class UnreadableFile(ConfigError):
+    """A file cannot be read as what it should be: not UTF-8 (the message names the byte
+    offset), not JSON or YAML, or not of its schema. One line, naming the file."""
 
 
 class ClusterError(StreamopsError):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from streamops.exceptions import ConfigError, UnsafeNameError
 from streamops.names import check_name
+from streamops.textfile import read_text
 
 _DURATION = re.compile(
     r"^\s*(\d+(?:\.\d+)?)\s*(ms|millis|milliseconds?|s|sec|seconds?|m|min|minutes?)\s*$"
@@ -167,12 +168,9 @@ def validation_lines(exc: ValidationError, whole: str = "(spec)") -> list[str]:
 
 
 def read_yaml(path: Path, what: str = "") -> Any:
-    """The YAML document of ``path``; a file that cannot be read or parsed is a ConfigError
-    naming it (``what``: e.g. ``"job spec "``, put before the path)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what}{path}: {exc.strerror}") from exc
+    """The YAML document of ``path``; a file that cannot be read, decoded (UTF-8) or parsed is
+    a ConfigError naming it (``what``: e.g. ``"job spec "``, put before the path)."""
+    text = read_text(path, what)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -25,8 +25,10 @@ after it (HTTP 410, a hole) fails the stage with :class:`SourceResetError` namin
 positions, unless the option ``on_source_reset`` is ``restart_from_earliest``: then the next
 batch reads the server from its earliest record and the loss is recorded in the source's
 state (:mod:`spark_jobs.sources.source_state`). A server that does not answer (timeout,
-refused, HTTP 5xx) is not a loss: the source reports no new data, is ``degraded`` until it
-answers again, and asks after a capped backoff; a partition being read retries for
+refused, HTTP 5xx, a body cut short at the transport level) or answers a ``/head`` that is no
+head (a 4xx, not JSON, not an object) is not a loss: the source reports no new data, is
+``degraded`` until it answers again (its state counts the failed tries), and asks after a
+capped backoff; a partition being read retries (also an answer cut short or not JSON) for
 ``read_patience`` seconds before its task fails.
 
 Options: ``url`` (…/pings), ``max_records_per_batch`` (default 50000), ``partition_size``
@@ -63,6 +65,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from spark_jobs.sources.arrow_batch import record_batch
 from spark_jobs.sources.beta_fetch import (
     TRANSIENT,
+    BadAnswer,
     BetaSourceError,
     fetch_head,
     fetch_range,
@@ -186,6 +189,9 @@ class BetaStreamReader(DataSourceStreamReader):
             head = fetch_head(self.url, self.head_timeout)
         except TRANSIENT as exc:
             self.state.degraded(f"{self.url} did not answer ({type(exc).__name__})")
+            return start
+        except BadAnswer as exc:
+            self.state.degraded(str(exc)[:300])
             return start
         begin = int(start["sequence"])
         stream = head.get("stream") or start.get("stream")

@@ -91,16 +91,15 @@ class SourceState:
         return self.state == "ok" or self.clock() >= self._next_try
 
     def degraded(self, reason: str) -> None:
-        """The upstream did not answer (or answered an error): back off, report once."""
+        """The upstream did not answer (or answered an error): back off, and report it with the
+        count of failed tries (written on each, at most once per backoff interval)."""
         now = self.clock()
         self.failures += 1
         self._next_try = now + min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self.failures - 1))
-        changed = self.state != "degraded" or self.reason != reason
         if self.state != "degraded":
             self.since = now
         self.state, self.reason = "degraded", reason
-        if changed:
-            self.write()
+        self.write()
 
     def ok(self) -> None:
         """The upstream answered: back to ``ok`` (reported when it was degraded)."""
@@ -184,6 +183,7 @@ def merge_states(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]
             since = doc.get("since")
             if entry["state"] != "degraded" or (since or 0) < (entry["since"] or 0):
                 entry.update(state="degraded", since=since, reason=doc.get("reason"))
+            entry["failures"] = max(int(entry.get("failures") or 0), int(doc.get("failures") or 0))
         for kind in EVENT_KINDS:
             known = entry.setdefault(kind, [])
             for event in doc.get(kind) or []:

@@ -70,33 +70,40 @@ def cmd_get(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.declarative.store import Store
 
     store, kind = Store(settings.layout), _KINDS[args.what]
-    found = store.list(kind)
+    found, bad = store.scan(kind)
     if args.name:
         found = [a for a in found if a.name == args.name]
-        if not found:
+        bad = [b for b in bad if b.name == args.name]
+        if not found and not bad:
             raise ConfigError(f"no {args.what.rstrip('s')} named {args.name!r}")
     if args.json:
-        rows = []
+        rows: list[dict[str, Any]] = [{"name": b.name, "error": b.error} for b in bad]
         for a in found:
-            status = (store.deployment_status(a.name) if kind == "JobDeployment"
-                      else store.request_status(a.name))  # fmt: skip
-            rows.append({"resource": a.resource.model_dump(mode="json"),
+            rows.append({"name": a.name, "resource": a.resource.model_dump(mode="json"),
                          "generation": a.generation, "deleting": a.deleting,
-                         "status": status.model_dump(mode="json")})  # fmt: skip
+                         "status": _status(store, kind, a.name).model_dump(mode="json")})
         print(json.dumps(rows, indent=2))
         return 0
     table = deployments_table(store, found) if kind == "JobDeployment" else requests_table(
         store, found)  # fmt: skip
+    for b in bad:  # a file that cannot be read back: its row says why, the others are whole
+        if kind == "JobDeployment":
+            table.add(b.name, "Invalid", "-", "-", "-", "-", "-", b.error)
+        else:
+            table.add(b.name, "-", "-", "Invalid", "-", b.error)
     table.print()
     if args.name:
-        status = (store.deployment_status(args.name) if kind == "JobDeployment"
-                  else store.request_status(args.name))  # fmt: skip
+        status = _status(store, kind, args.name)
         conditions = Listing("conditions", ("TYPE", "STATUS", "REASON", "LAST TRANSITION",
                                             "MESSAGE"))  # fmt: skip
         for c in status.conditions:
             conditions.add(c.type, c.status, c.reason, _when(c.last_transition), c.message)
         conditions.print()
     return 0
+
+
+def _status(store: Any, kind: str, name: str) -> Any:
+    return store.deployment_status(name) if kind == "JobDeployment" else store.request_status(name)
 
 
 def deployments_table(store: Any, found: list[Any]) -> Listing:

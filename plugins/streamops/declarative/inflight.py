@@ -34,19 +34,15 @@ class InFlight:
         return f"reconcile:{self.kind}/{self.name}@{self.started_at:.3f}"
 
 
-def _file(store: Store, kind: str, name: str) -> Any:
-    return store.inflight_dir / f"{kind}-{name}.json"
-
-
 def load(store: Store, kind: str, name: str) -> InFlight | None:
-    data = read_json(_file(store, kind, name))
+    data = read_json(store.inflight_file(kind, name))
     return InFlight(**data) if data else None
 
 
 def save(store: Store, record: InFlight) -> None:
     record.updated_at = time.time()
-    write_json_atomic(_file(store, record.kind, record.name), asdict(record))
+    write_json_atomic(store.inflight_file(record.kind, record.name), asdict(record))
 
 
 def clear(store: Store, kind: str, name: str) -> None:
-    _file(store, kind, name).unlink(missing_ok=True)
+    store.inflight_file(kind, name).unlink(missing_ok=True)

@@ -5,9 +5,13 @@ at it), then the deployments, each for up to ``MAX_STEPS`` decisions (a resumed 
 next one in the same pass). One pass runs at a time (``reconcile.lock``). The action is
 recorded in flight before it starts (:mod:`.inflight`) and cleared once it ended, so a pass
 killed at any point leaves either nothing to redo or an action that the next pass resumes.
-An action that fails is recorded on the resource (its condition, and ``failed`` with the
-generation: the same generation is not tried again in a loop, a new apply is) and never
-stops the pass: the other resources are reconciled, and the pass reports every error.
+An action that fails, with any exception, is recorded on the resource (its condition, and
+``failed`` with the generation: the same generation is not tried again in a loop, a new apply
+is) and never stops the pass: the other resources are reconciled, and the pass reports every
+error. An action resumed after a newer apply records its outcome against the generation it
+ran for (:mod:`.recording`), and the newer generation is decided on next, in the same pass. A
+resource whose file cannot be read back is a ``Valid: False`` condition on it, and an error of
+the pass; the others are reconciled.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamops.declarative import act, inflight
+from streamops.declarative import act, inflight, recording
 from streamops.declarative.decide import (
     Action,
     ActionKind,
@@ -27,19 +31,11 @@ from streamops.declarative.decide import (
     decide_request,
 )
 from streamops.declarative.inflight import InFlight
-from streamops.declarative.observe import JobSeen, observe
+from streamops.declarative.observe import observe
 from streamops.declarative.resources import DEPLOYMENT, SAVEPOINT_REQUEST, Deployment
-from streamops.declarative.status import (
-    Blocked,
-    Cancelled,
-    DeploymentStatus,
-    FailedAction,
-    SavepointRecord,
-    Suspended,
-    set_condition,
-)
-from streamops.declarative.store import Applied, Store
-from streamops.exceptions import StreamopsError
+from streamops.declarative.status import Cancelled, DeploymentStatus, RequestStatus, set_condition
+from streamops.declarative.store import Applied, Store, Unreadable
+from streamops.exceptions import UnreadableFile
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.world import operations
 from streamops.state.locks import file_lock
@@ -71,26 +67,49 @@ def reconcile_once(world: World, *, only: str | None = None) -> PassResult:
     ops = operations(world)
     store = Store(ops.layout)
     with file_lock(store.lock_file):
-        for applied in store.list(SAVEPOINT_REQUEST):
+        requests, bad_requests = store.scan(SAVEPOINT_REQUEST)
+        for bad in bad_requests if only is None else []:  # whose job it is cannot be read
+            _guard(result, bad.kind, bad.name, lambda b=bad: _unreadable(store, b))
+        for applied in requests:
             if only is None or applied.resource.job == only:  # type: ignore[union-attr]
-                _guard(result, applied, lambda a=applied: _request(ops, store, a))
-        for applied in store.list(DEPLOYMENT):
+                _guard(result, applied.kind, applied.name,
+                       lambda a=applied: _request(ops, store, a))  # fmt: skip
+        deployments, bad_deployments = store.scan(DEPLOYMENT)
+        for bad in bad_deployments:
+            if only is None or bad.name == only:
+                _guard(result, bad.kind, bad.name, lambda b=bad: _unreadable(store, b))
+        for applied in deployments:
             if only is None or applied.name == only:
-                _guard(result, applied,
+                _guard(result, applied.kind, applied.name,
                        lambda a=applied: _deployment(ops, store, a))  # fmt: skip
     result.seconds = round(time.monotonic() - started, 3)
     return result
 
 
-def _guard(result: PassResult, applied: Applied, run: Any) -> None:
+def _guard(result: PassResult, kind: str, name: str, run: Any) -> None:
+    """Run one resource's reconcile; whatever it raises is that resource's error alone."""
     try:
         for action, text, error in run():
-            result.actions.append((f"{applied.kind}/{applied.name}", action, text))
+            result.actions.append((f"{kind}/{name}", action, text))
             if error:
-                result.errors.append(f"{applied.kind}/{applied.name}: {action}: {error}")
-    except StreamopsError as exc:
-        log.exception("reconcile of %s %s failed", applied.kind, applied.name)
-        result.errors.append(f"{applied.kind}/{applied.name}: {exc}")
+                result.errors.append(f"{kind}/{name}: {action}: {error}")
+    except Exception as exc:
+        log.exception("reconcile of %s %s failed", kind, name)
+        result.errors.append(f"{kind}/{name}: {recording.error_text(exc)}")
+
+
+def _unreadable(store: Store, bad: Unreadable) -> list[tuple[str, str, str | None]]:
+    """A resource whose file cannot be read back: its status says so (a status that cannot
+    be read either is started anew), and it is an error of the pass."""
+    status: DeploymentStatus | RequestStatus
+    try:
+        status = (store.deployment_status(bad.name) if bad.kind == DEPLOYMENT
+                  else store.request_status(bad.name))  # fmt: skip
+    except UnreadableFile:
+        status = DeploymentStatus() if bad.kind == DEPLOYMENT else RequestStatus()
+    recording.unreadable(status, bad.error)
+    store.save_status(bad.kind, bad.name, status)
+    return [("invalid", bad.error, bad.error)]
 
 
 # --- deployments -----------------------------------------------------------------------
@@ -101,14 +120,14 @@ def _deployment(ops: Operations, store: Store,
         current = store.get(DEPLOYMENT, applied.name)
         if current is None:
             break
-        action, error = _deployment_step(ops, store, current)
+        action, error, generation = _deployment_step(ops, store, current)
         if action.kind in (ActionKind.NONE, ActionKind.WAIT):
             if not done:
                 done.append((action.kind.value, action.reason, None))
             break
         done.append((action.kind.value, action.reason, error))
-        if error or action.kind is ActionKind.REMOVE:
-            break
+        if action.kind is ActionKind.REMOVE or (error and generation == current.generation):
+            break  # a resumed action of an older generation failed: decide on the newer one
     return done
 
 
@@ -132,20 +151,23 @@ def facts_for(ops: Operations, store: Store,
 
 
 def _deployment_step(ops: Operations, store: Store,
-                     applied: Applied) -> tuple[Action, str | None]:  # fmt: skip
-    dep = applied.resource
+                     applied: Applied) -> tuple[Action, str | None, int]:  # fmt: skip
+    """One decision on ``applied`` and its action: the action, its error, and the generation
+    it ran for."""
+    dep, gen = applied.resource, applied.generation
     assert isinstance(dep, Deployment)
     facts = facts_for(ops, store, applied)
     action, status = decide_deployment(facts), facts.status
-    log.info("deployment %s (generation %d): %s: %s", dep.name, applied.generation,
-             action.kind.value, action.reason)  # fmt: skip
+    recording.readable(status)
+    log.info("deployment %s (generation %d): %s: %s", dep.name, gen, action.kind.value,
+             action.reason)  # fmt: skip
     if action.kind is ActionKind.REMOVE:
-        store.remove(DEPLOYMENT, dep.name)
-        return action, None
+        store.remove(DEPLOYMENT, dep.name, generation=gen)
+        return action, None, gen
     if action.kind in (ActionKind.NONE, ActionKind.WAIT):
-        _observed(status, applied, facts.job, action)
+        recording.observed(status, applied, facts.job, action)
         store.save_status(DEPLOYMENT, dep.name, status)
-        return action, None
+        return action, None, gen
     record = facts.inflight
     if record is None:
         detail = dict(action.detail)
@@ -160,110 +182,18 @@ def _deployment_step(ops: Operations, store: Store,
     store.save_status(DEPLOYMENT, dep.name, status)
     try:
         outcome = act.act_deployment(ops, record, lambda r: inflight.save(store, r), dep)
-    except StreamopsError as exc:
+    except Exception as exc:  # any failure of the action is this resource's, recorded
         log.exception("deployment %s: %s failed", dep.name, record.action)
-        outcome = act.Outcome(str(exc), failed=str(exc))
-    _outcome(status, applied, record, outcome)
+        outcome = act.Outcome(recording.error_text(exc), failed=recording.error_text(exc))
+    recording.outcome(status, applied, record, outcome)
     if record.action == "suspend" and record.detail.get("cause") == "delete":
         status.phase = "Deleting"
     store.save_status(DEPLOYMENT, dep.name, status)
     inflight.clear(store, DEPLOYMENT, dep.name)
-    return action, outcome.failed
-
-
-def _outcome(status: DeploymentStatus, applied: Applied, record: InFlight,
-             outcome: act.Outcome) -> None:  # fmt: skip
-    dep, now, gen = applied.resource, time.time(), applied.generation
-    assert isinstance(dep, Deployment)
-    status.observed_generation = gen
-    status.message = outcome.message
-    status.last_action = {"action": record.action, "seconds": round(now - record.started_at, 2),
-                          **outcome.times}  # fmt: skip
-    status.conditions = set_condition(status.conditions, "Progressing", False, record.action,
-                                      outcome.message)  # fmt: skip
-    if (
-        outcome.savepoint
-        and outcome.savepoint_kind
-        and not any(r.name == outcome.savepoint for r in status.savepoint_history)
-    ):
-        status.savepoint_history.append(
-            SavepointRecord(name=outcome.savepoint, kind=outcome.savepoint_kind, at=now)
-        )  # type: ignore[arg-type]
-    if outcome.blocked_plan is not None:
-        status.blocked = Blocked(generation=gen, plan=outcome.blocked_plan)
-        status.conditions = set_condition(status.conditions, "UpgradeBlocked", True,
-                                          "PlanRefused", outcome.blocked_plan)  # fmt: skip
-        status.phase = "Running"
-        return
-    if outcome.failed is not None:
-        prev = status.failed
-        again = prev is not None and (prev.generation, prev.action) == (gen, record.action)
-        status.failed = FailedAction(generation=gen, action=record.action,
-                                     message=outcome.failed[:2000], at=now,
-                                     count=prev.count + 1 if again and prev else 1)  # fmt: skip
-        status.conditions = set_condition(status.conditions, "Ready", False, "ActionFailed",
-                                          f"{record.action}: {outcome.failed[:2000]}")  # fmt: skip
-        return
-    status.failed = None
-    if outcome.driver:
-        status.driver, status.submission_time, status.completion_time = outcome.driver, now, None
-        status.version = str(record.detail.get("spec", {}).get("version") or status.version)
-    if record.action in ("deploy", "upgrade", "restart-last-checkpoint", "restart-savepoint"):
-        status.phase = "Running"
-        status.suspended = status.cancelled = None
-        if status.restart_nonce is None or record.action == "restart-savepoint":
-            status.restart_nonce = dep.restart_nonce
-    if record.action == "upgrade":
-        status.blocked = None
-        status.conditions = set_condition(status.conditions, "UpgradeBlocked", False,
-                                          "Upgraded", outcome.message)  # fmt: skip
-    if record.action == "suspend":
-        status.phase, status.completion_time, status.cancelled = "Suspended", now, None
-        status.suspended = Suspended(savepoint=outcome.savepoint,
-                                     cause=str(record.detail.get("cause") or "suspended"),
-                                     at=now, spec=record.detail.get("spec_ran"))  # fmt: skip
-    if record.action == "periodic-savepoint":
-        status.last_periodic = now
-    if record.action == "prune":
-        pruned = set(record.detail.get("pruned", []))
-        status.savepoint_history = [r for r in status.savepoint_history if r.name not in pruned]
-    status.conditions = set_condition(status.conditions, "Ready",
-                                      status.phase == "Running" and dep.state == "running",
-                                      status.phase, outcome.message)  # fmt: skip
-
-
-def _observed(status: DeploymentStatus, applied: Applied, job: JobSeen, action: Action) -> None:
-    """The status when nothing was done: what the observation shows."""
-    dep, gen = applied.resource, applied.generation
-    assert isinstance(dep, Deployment)
-    if action.kind is ActionKind.WAIT:
-        status.conditions = set_condition(status.conditions, "Progressing", None, "Waiting",
-                                          action.reason)  # fmt: skip
-        return
-    status.observed_generation = gen
-    if action.detail.get("record_cancel"):
-        status.cancelled = Cancelled(request="(outside the reconcile)",
-                                     savepoint=str(action.detail["record_cancel"]),
-                                     generation=gen, at=job.stopped_at or time.time())  # fmt: skip
-    status.phase = action.phase or status.phase  # type: ignore[assignment]
-    if job.live:
-        status.driver, status.version = job.driver, job.version
-        status.submission_time, status.completion_time = job.submitted_at, None
-        if status.restart_nonce is None:
-            status.restart_nonce = dep.restart_nonce
-    elif status.driver and status.completion_time is None:
-        status.completion_time = job.stopped_at or time.time()
-    if status.blocked and status.blocked.generation != gen:
-        status.blocked = None
-        status.conditions = set_condition(status.conditions, "UpgradeBlocked", False,
-                                          "Superseded", "a later apply replaced it")  # fmt: skip
-    desired = dep.effective_spec.model_dump(mode="json")
-    ready = dep.state == "running" and job.healthy and job.running_spec == desired
-    status.conditions = set_condition(status.conditions, "Ready", ready, status.phase,
-                                      action.reason)  # fmt: skip
-    status.conditions = set_condition(status.conditions, "Progressing", False, "Idle",
-                                      action.reason)  # fmt: skip
-    status.message = action.reason
+    error = outcome.failed
+    if error is not None and record.generation != gen:
+        error = f"{record.action} for generation {record.generation} (now {gen}): {error}"
+    return action, error, record.generation
 
 
 # --- savepoint requests ----------------------------------------------------------------
@@ -285,8 +215,9 @@ def _request(ops: Operations, store: Store,
     action = decide_request(facts)
     log.info("savepoint request %s: %s: %s", req.name, action.kind.value, action.reason)
     status.observed_generation = applied.generation
+    recording.readable(status)
     if action.kind is ActionKind.REMOVE:
-        store.remove(SAVEPOINT_REQUEST, req.name)
+        store.remove(SAVEPOINT_REQUEST, req.name, generation=applied.generation)
         return [(action.kind.value, action.reason, None)]
     if action.kind in (ActionKind.NONE, ActionKind.WAIT):
         store.save_status(SAVEPOINT_REQUEST, req.name, status)
@@ -304,8 +235,9 @@ def _request(ops: Operations, store: Store,
     try:
         outcome, created = act.take_savepoint(ops, record, lambda r: inflight.save(store, r),
                                               req)  # fmt: skip
-    except StreamopsError as exc:
-        error = str(exc)
+    except Exception as exc:  # any failure is this request's, recorded
+        log.exception("savepoint request %s failed", req.name)
+        error = recording.error_text(exc)
         _request_ended(status, "Failed", error)
     else:
         status.creation_time = created
@@ -326,7 +258,12 @@ def _request_ended(status: Any, state: str, message: str) -> None:
 def _cancelled_by(store: Store, job: str, request: str) -> None:
     """A request with cancel stopped the job: its deployment (if any) says so, and stays
     stopped until it is applied again."""
-    applied = store.get(DEPLOYMENT, job)
+    try:
+        applied = store.get(DEPLOYMENT, job)
+    except UnreadableFile as exc:
+        log.warning("savepoint request %s cancelled job %s, whose deployment cannot be read: "
+                    "%s", request, job, exc)  # fmt: skip
+        return
     if applied is None:
         return
     status, now = store.deployment_status(job), time.time()

@@ -33,6 +33,7 @@ from pydantic import (
 from streamops.exceptions import ConfigError, UnsafeNameError
 from streamops.names import check_name
 from streamops.spec import JobSpec, read_yaml, validation_lines
+from streamops.textfile import read_text
 
 _DURATION = re.compile(
     r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)\s*$"
@@ -254,10 +255,7 @@ def resource_from_dict(data: Any, source: str = "<resource>", base: Path | None 
 def load_resources(path: str | Path) -> list[Resource]:
     """Every resource of a YAML file (several documents separated by ``---`` allowed)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {p}: {exc.strerror}") from exc
+    text = read_text(p)
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:

@@ -5,7 +5,8 @@ A deployment's status: its phase, the job's driver and version with their times,
 generation last reconciled, conditions (type, status, reason, message, last transition, as
 Kubernetes has them), the savepoint history, and the facts the decision needs: the savepoint a
 suspend left (with the spec that ran), a cancel by a savepoint request, an upgrade the plan
-refused, the last failed action, the restart nonce last honoured.
+refused, the last failed action, the restart nonce last honoured, and the outcome of the last
+actions, each against the generation it ran for (a resumed action may serve an older one).
 """
 
 from __future__ import annotations
@@ -76,6 +77,21 @@ class FailedAction(BaseModel):
     count: int = 1
 
 
+OUTCOMES_KEPT = 20
+
+
+class ActionOutcome(BaseModel):
+    """How an action ended, against the generation it ran for."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    generation: int
+    action: str
+    result: Literal["done", "failed", "blocked"]
+    message: str = ""
+    at: float
+
+
 class DeploymentStatus(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -94,6 +110,7 @@ class DeploymentStatus(BaseModel):
     failed: FailedAction | None = None
     last_periodic: float | None = None
     last_action: dict[str, Any] = Field(default_factory=dict)  # action, seconds, its times
+    outcomes: list[ActionOutcome] = Field(default_factory=list)  # the last OUTCOMES_KEPT
     message: str = ""
     updated_at: float | None = None
 
@@ -110,6 +127,9 @@ class RequestStatus(BaseModel):
     observed_generation: int = 0
     conditions: list[Condition] = Field(default_factory=list)
     updated_at: float | None = None
+
+    def condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
 
 
 def set_condition(

@@ -8,18 +8,28 @@
     <root>/declarative/inflight/                        the action each resource has in
                                                          flight (:mod:`.inflight`)
     <root>/declarative/reconcile.lock                   one reconcile pass at a time
+    <root>/declarative/store.lock                       one change of the resources at a time
 
 Every write is atomic (a file beside, then a rename). The generation grows by one whenever an
 apply changes the resource (Kubernetes' ``metadata.generation``); the status records the last
-one reconciled.
+one reconciled. A change (apply, delete, removal) reads and rewrites the generation under
+``store.lock``, so concurrent applies each get their own generation and none is lost.
+
+A file that cannot be read back (not UTF-8, not JSON, not of its schema) is an
+:class:`UnreadableFile` naming it; :meth:`Store.scan` lists such resources apart, so that one
+bad file holds back no other resource (the reconcile records it as the resource's ``Valid``
+condition), and an apply replaces it with a generation above any its status recorded.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from streamops.declarative.resources import (
     DEPLOYMENT,
@@ -28,9 +38,12 @@ from streamops.declarative.resources import (
     SavepointRequest,
 )
 from streamops.declarative.status import DeploymentStatus, RequestStatus
-from streamops.exceptions import ConfigError
+from streamops.exceptions import ConfigError, UnreadableFile
 from streamops.names import check_name
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops.spec import validation_lines
+from streamops.state.layout import StateLayout, write_json_atomic
+from streamops.state.locks import file_lock
+from streamops.textfile import decode
 
 _DIRS = {DEPLOYMENT: "deployments", "SavepointRequest": "savepoint-requests"}
 
@@ -54,6 +67,15 @@ class Applied:
         return self.resource.kind
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A resource whose file cannot be read back: its name and why (one line, naming it)."""
+
+    kind: str
+    name: str
+    error: str
+
+
 class Store:
     def __init__(self, layout: StateLayout) -> None:
         self.root = layout.root / "declarative"
@@ -72,24 +94,53 @@ class Store:
     def inflight_dir(self) -> Path:
         return self.root / "inflight"
 
+    def inflight_file(self, kind: str, name: str) -> Path:
+        return self.inflight_dir / f"{kind}-{check_name('resource', name)}.json"
+
     @property
     def lock_file(self) -> Path:
+        """One reconcile pass at a time."""
         return self.root / "reconcile.lock"
+
+    @property
+    def store_lock(self) -> Path:
+        """One change of the resources at a time (read the generation, write the next)."""
+        return self.root / "store.lock"
 
     # --- resources ---------------------------------------------------------------------
     def apply(self, resource: Resource, source: str = "") -> tuple[Applied, str]:
         """Store ``resource``; ``(applied, "created" | "configured" | "unchanged")``."""
-        old = self.get(resource.kind, resource.name)
-        if old is not None and old.resource == resource and not old.deleting:
-            return old, "unchanged"
-        if isinstance(resource, SavepointRequest) and old is not None and not old.deleting:
-            raise ConfigError(f"savepoint request {resource.name} exists already and is not "
-                              "changed by an apply; delete it first or use another "
-                              "name")  # fmt: skip
-        generation = old.generation + 1 if old is not None else 1
-        applied = Applied(resource, generation, time.time(), source)
-        self._write(applied)
-        return applied, "created" if old is None else "configured"
+        with file_lock(self.store_lock):
+            try:
+                old = self.get(resource.kind, resource.name)
+            except UnreadableFile:  # replaced whole: above any generation it was seen at
+                floor = self._generation_seen(resource.kind, resource.name)
+                applied = Applied(resource, floor + 1, time.time(), source)
+                self._write(applied)
+                return applied, "configured"
+            if old is not None and old.resource == resource and not old.deleting:
+                return old, "unchanged"
+            if isinstance(resource, SavepointRequest) and old is not None and not old.deleting:
+                raise ConfigError(f"savepoint request {resource.name} exists already and is "
+                                  "not changed by an apply; delete it first or use another "
+                                  "name")  # fmt: skip
+            generation = old.generation + 1 if old is not None else 1
+            applied = Applied(resource, generation, time.time(), source)
+            self._write(applied)
+            return applied, "created" if old is None else "configured"
+
+    def _generation_seen(self, kind: str, name: str) -> int:
+        """The highest generation the status or the in-flight record of ``name`` names (its
+        own file being unreadable)."""
+        seen = [0]
+        for path in (self.status_file(kind, name), self.inflight_file(kind, name)):
+            try:
+                data = _read_json(path)
+            except UnreadableFile:
+                continue
+            if isinstance(data, dict):
+                seen += [int(v) for v in _generations(data)]
+        return max(seen)
 
     def _write(self, applied: Applied) -> None:
         write_json_atomic(self.resource_file(applied.kind, applied.name), {
@@ -99,21 +150,41 @@ class Store:
         })  # fmt: skip
 
     def mark_deleting(self, kind: str, name: str) -> Applied:
-        old = self.get(kind, name)
-        if old is None:
-            raise ConfigError(f"no {_DIRS[kind][:-1].replace('-', ' ')} named {name!r}; "
-                              f"{self._known(kind)}")  # fmt: skip
-        marked = Applied(old.resource, old.generation + 1, time.time(), old.source, True)
-        self._write(marked)
-        return marked
+        with file_lock(self.store_lock):
+            old = self.get(kind, name)
+            if old is None:
+                raise ConfigError(f"no {_DIRS[kind][:-1].replace('-', ' ')} named {name!r}; "
+                                  f"{self._known(kind)}")  # fmt: skip
+            marked = Applied(old.resource, old.generation + 1, time.time(), old.source, True)
+            self._write(marked)
+            return marked
 
-    def remove(self, kind: str, name: str) -> None:
-        for path in (self.resource_file(kind, name), self.status_file(kind, name)):
-            path.unlink(missing_ok=True)
+    def remove(self, kind: str, name: str, generation: int | None = None) -> bool:
+        """Remove ``name`` and its status; with ``generation``, only while it is still at
+        that generation (not applied again meanwhile). Whether it was removed."""
+        with file_lock(self.store_lock):
+            if generation is not None:
+                current = self.get(kind, name)
+                if current is not None and current.generation != generation:
+                    return False
+            for path in (self.resource_file(kind, name), self.status_file(kind, name)):
+                path.unlink(missing_ok=True)
+            return True
 
     def get(self, kind: str, name: str) -> Applied | None:
-        data = read_json(self.resource_file(kind, name))
-        return None if data is None else _applied(kind, data)
+        """The resource as stored, None if there is none; :class:`UnreadableFile` if its file
+        cannot be read back."""
+        path = self.resource_file(kind, name)
+        data = _read_json(path)
+        if data is None:
+            return None
+        try:
+            return _applied(kind, data)
+        except ValidationError as exc:
+            raise _invalid(path, f"a stored {kind}", exc) from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UnreadableFile(f"{path}: not a stored {kind}: {type(exc).__name__}: "
+                                 f"{exc}") from exc  # fmt: skip
 
     def names(self, kind: str) -> list[str]:
         folder = self._dir(kind)
@@ -122,9 +193,22 @@ class Store:
         return sorted(p.name[: -len(".json")] for p in folder.glob("*.json")
                       if not p.name.endswith(".status.json"))  # fmt: skip
 
+    def scan(self, kind: str) -> tuple[list[Applied], list[Unreadable]]:
+        """Every resource of ``kind``: those read back, and those whose file cannot be."""
+        found, bad = [], []
+        for name in self.names(kind):
+            try:
+                applied = self.get(kind, name)
+            except ConfigError as exc:  # unreadable, or a file name no resource can have
+                bad.append(Unreadable(kind, name, str(exc)))
+                continue
+            if applied is not None:
+                found.append(applied)
+        return found, bad
+
     def list(self, kind: str) -> list[Applied]:
-        found = (self.get(kind, n) for n in self.names(kind))
-        return [a for a in found if a is not None]
+        """Every resource of ``kind`` that can be read back."""
+        return self.scan(kind)[0]
 
     def _known(self, kind: str) -> str:
         names = self.names(kind)
@@ -132,12 +216,10 @@ class Store:
 
     # --- status ------------------------------------------------------------------------
     def deployment_status(self, name: str) -> DeploymentStatus:
-        data = read_json(self.status_file(DEPLOYMENT, name))
-        return DeploymentStatus.model_validate(data) if data else DeploymentStatus()
+        return _status(DeploymentStatus, self.status_file(DEPLOYMENT, name))
 
     def request_status(self, name: str) -> RequestStatus:
-        data = read_json(self.status_file("SavepointRequest", name))
-        return RequestStatus.model_validate(data) if data else RequestStatus()
+        return _status(RequestStatus, self.status_file("SavepointRequest", name))
 
     def save_status(self, kind: str, name: str, status: DeploymentStatus | RequestStatus) -> None:
         status.updated_at = time.time()
@@ -149,3 +231,47 @@ def _applied(kind: str, data: dict[str, Any]) -> Applied:
     return Applied(model.model_validate(data["resource"]), int(data["generation"]),
                    float(data["applied_at"]), str(data.get("source") or ""),
                    bool(data.get("deleting")))  # fmt: skip
+
+
+def _read_json(path: Path) -> Any | None:
+    """The JSON of ``path``, None if there is no such file; :class:`UnreadableFile` (one line,
+    naming it) if it is not UTF-8 or not JSON."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return json.loads(decode(data, path))
+    except ValueError as exc:
+        raise UnreadableFile(f"{path}: not valid JSON: {exc}") from exc
+
+
+def _status(model: type[Any], path: Path) -> Any:
+    data = _read_json(path)
+    if not data:
+        return model()
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid(path, "a status", exc) from exc
+
+
+def _invalid(path: Path, what: str, exc: ValidationError) -> UnreadableFile:
+    """One line naming the file and every bad field."""
+    return UnreadableFile(f"{path}: not {what}: "
+                          + "; ".join(x.strip() for x in validation_lines(exc)))  # fmt: skip
+
+
+def _generations(data: dict[str, Any]) -> list[int]:
+    """Every generation a status or an in-flight record names."""
+    found = []
+    for key, value in data.items():
+        if key in ("generation", "observed_generation") and isinstance(value, int):
+            found.append(value)
+        elif isinstance(value, dict):
+            found += _generations(value)
+        elif isinstance(value, list):
+            found += [g for v in value if isinstance(v, dict) for g in _generations(v)]
+    return found

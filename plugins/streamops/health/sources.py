@@ -10,7 +10,8 @@ Per source, worst first:
   the message names the source and both positions. Reading on would skip records, so this
   is never a warning;
 - **degraded** (warn, fail after ``max_source_degraded`` seconds): the job's own reader
-  reports that the upstream does not answer (``status.json`` → ``sources_state``);
+  reports that the upstream does not answer, or answers nothing usable, with its count of
+  failed tries (``status.json`` → ``sources_state``);
 - **losses, late, changed and ignored files** the readers counted (warn for
   ``recent_loss_window`` seconds, then reported as ok with the count, so they are never out
   of sight);
@@ -72,9 +73,10 @@ def _reported(
         age = max(0.0, obs.now - since)
         level = Level.FAIL if age > t.max_source_degraded else Level.WARN
         at, limit = time.strftime("%H:%M:%S", time.gmtime(since)), t.max_source_degraded
+        tries = f"; {state['failures']} failed tries" if state.get("failures") else ""
         out.append(CheckResult("sources", name, level,
                                f"job {job}: source {source} degraded since {at} UTC ({age:.0f} s, "
-                               f"limit {limit:.0f} s): {state.get('reason')}"))  # fmt: skip
+                               f"limit {limit:.0f} s): {state.get('reason')}{tries}"))  # fmt: skip
     for kind, what in (("losses", "accepted loss"), ("late_files", "late file"),
                        ("changed_files", "changed file"),
                        ("ignored_files", "ignored file")):  # fmt: skip

@@ -193,7 +193,8 @@ def test_merge_takes_the_worst_live_state_and_every_loss_once(tmp_path: Path) ->
     loss = {"old_stream": "a", "new_stream": "b", "committed": 5, "resumed_after": 0}
     docs = {
         f"{os.getpid()}.json": {"source": "fleetsim-beta", "state": "degraded", "since": 50.0,
-                                "reason": "down", "pid": os.getpid(), "losses": [loss]},
+                                "reason": "down", "pid": os.getpid(), "losses": [loss],
+                                "failures": 3},
         "1.json": {"source": "fleetsim-beta", "state": "ok", "pid": 1, "losses": [loss]},
         f"{dead_pid}.json": {"source": "fleetsim-beta", "state": "degraded", "since": 1.0,
                              "pid": dead_pid, "losses": []},
@@ -202,6 +203,7 @@ def test_merge_takes_the_worst_live_state_and_every_loss_once(tmp_path: Path) ->
         (src / name).write_text(json.dumps(doc))
     merged = merge_states(tmp_path)["fleetsim-beta"]
     assert merged["state"] == "degraded" and merged["since"] == 50.0  # the dead one is ignored
+    assert merged["failures"] == 3  # the failed tries of the live reader
     assert merged["losses"] == [loss]
     assert not (src / f"{dead_pid}.json").exists()  # nothing to keep of a dead reader
 

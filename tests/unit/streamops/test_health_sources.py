@@ -88,10 +88,12 @@ def test_a_degraded_source_warns_then_fails(settings: Settings, beta: BetaSimula
     source = f"beta:{beta.url}"
 
     def degraded(since: float) -> dict[str, Any]:
-        return {source: {"state": "degraded", "since": since, "reason": "did not answer"}}
+        return {source: {"state": "degraded", "since": since, "reason": "did not answer",
+                         "failures": 4}}  # fmt: skip
 
     level, message = judge(settings, beta, at, sources_state=degraded(NOW - 30))
     assert level is Level.WARN and "degraded since" in message and "(30 s, limit 120 s)" in message
+    assert "did not answer; 4 failed tries" in message
     level, message = judge(settings, beta, at, sources_state=degraded(NOW - 500))
     assert level is Level.FAIL and "did not answer" in message
 
