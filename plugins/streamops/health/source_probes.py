@@ -12,7 +12,9 @@ job's args (``beta_url``, ``alpha_dir``), and probed by its kind:
 - the transactions journal (source id ``journal:<name>``, located by the job's ``store_url``):
   the journal's head in the store against the committed ``{sequence, stream}``.
 
-A probe does the I/O and answers a :class:`SourceProbe`, a plain value.
+A probe does the I/O and answers a :class:`SourceProbe`, a plain value; a probe that raises
+answers one too, with the exception and where it came from (``error``), so one odd source
+never hides the others.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ import requests
 from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from streamops.job_view import JobView
 from streamops.state.job_status import StageStatus
+from streamops.tracebacks import describe
+
+UNITS = {"beta": "records", "alpha": "files", "journal": "entries"}
+"""Per kind of source, what its backlog counts (each unit has thresholds in health)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class SourceProbe:
     backlog: int | None = None  # None: not known (see ``unknown`` or ``broken``)
     unknown: str | None = None  # why the upstream could not tell (it may come back)
     broken: str | None = None  # reading on would skip data: reset, lost, gone
+    error: str | None = None  # the probe itself raised: the exception and where
 
 
 def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:
@@ -113,7 +120,17 @@ class Prober:
         self, source: str, offset: dict[str, Any], args: dict[str, Any]
     ) -> SourceProbe | None:
         """The probe of ``source`` at its committed ``offset``; ``None``: a kind of source
-        not probed (it is left out, as it cannot be located)."""
+        not probed (it is left out, as it cannot be located). Never raises: a probe that
+        does answers with its ``error``."""
+        try:
+            return self._probe(source, offset, args)
+        except Exception as exc:  # an odd offset or a probe's bug: that source's fail alone
+            kind = source.partition(":")[0]
+            return SourceProbe(source, kind, UNITS.get(kind, "?"), error=describe(exc))
+
+    def _probe(
+        self, source: str, offset: dict[str, Any], args: dict[str, Any]
+    ) -> SourceProbe | None:
         kind, where = source_location(source, offset, args)
         if kind == "beta":
             return self._beta(source, where, offset)
@@ -215,6 +232,10 @@ def probe_job(
     prober: Prober, view: JobView, args: dict[str, Any]
 ) -> dict[str, SourceProbe]:
     """Per source id, the probe of each source of ``view``'s stages at the position of the
-    stage furthest behind."""
-    probes = (prober.probe(s, o, args) for s, o in sorted(committed_positions(view).items()))
+    stage furthest behind (``sources``: the job's committed offsets could not be read)."""
+    try:
+        positions = committed_positions(view)
+    except Exception as exc:  # an odd status must not hide the other jobs' sources
+        return {"sources": SourceProbe("sources", "?", "?", error=describe(exc))}
+    probes = (prober.probe(s, o, args) for s, o in sorted(positions.items()))
     return {p.source: p for p in probes if p is not None}

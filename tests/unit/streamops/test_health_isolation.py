@@ -13,8 +13,8 @@ import pytest
 
 from streamops.cli import main
 from streamops.health import checks as health
-from streamops.health.checks import Level, Observation, Thresholds
 from streamops.health import source_probes
+from streamops.health.checks import Level, Observation, Thresholds
 from streamops.health.source_probes import Prober, SourceProbe, probe_job
 from streamops.job_view import JobView
 from streamops.settings import Settings
