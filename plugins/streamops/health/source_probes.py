@@ -3,10 +3,12 @@ knows how each kind of source is located and asked (health and the dashboard use
 judge and show what it answers, never a source's own paths or URLs).
 
 A source is located by its offset's source id (``beta:<url>``, ``alpha:<dir>``) or else by the
-job's args (``beta_url``, ``alpha_dir``), and probed by its kind:
+job's args (``beta_url``, ``alpha_dir``; the trade analyser's ``tradesim`` by ``trades_url``),
+and probed by its kind:
 
-- fleetsim-beta: ``/head`` (``first``, ``last``, ``stream``) against the committed
-  ``{sequence, stream}``: the backlog in records, or what the upstream lost or replaced;
+- fleetsim-beta (and the trades producer, its server): ``/head`` (``first``, ``last``,
+  ``stream``) against the committed ``{sequence, stream}``: the backlog in records, or what
+  the upstream lost or replaced;
 - fleetsim-alpha: the ping files of its drop directory the committed offset has not read
   (after the committed file, and late ones within the job's ``alpha_max_file_age``);
 - the transactions journal (source id ``journal:<name>``, located by the job's ``store_url``):
@@ -33,6 +35,8 @@ from streamops.tracebacks import describe
 
 UNITS = {"beta": "records", "alpha": "files", "journal": "entries"}
 """Per kind of source, what its backlog counts (each unit has thresholds in health)."""
+URL_ARGS = {"tradesim": "trades_url"}
+"""The arg locating a fleetsim-beta server by its source id, when it is not ``beta_url``."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,14 @@ def source_location(source: str, offset: dict[str, Any], args: dict[str, Any]) -
     if kind == "journal":
         return "journal", str(args.get("store_url") or "")
     if "sequence" in offset:
-        return "beta", where if kind == "beta" else str(args.get("beta_url") or "")
+        return "beta", where if kind == "beta" else str(args.get(_url_arg(source)) or "")
     if "file" in offset:
         return "alpha", where if kind == "alpha" else str(args.get("alpha_dir") or "")
     return "", ""
+
+
+def _url_arg(source: str) -> str:
+    return URL_ARGS.get(source, "beta_url")
 
 
 def beta_head(url: str, timeout: float) -> dict[str, Any]:
@@ -151,7 +159,7 @@ class Prober:
     def _beta(self, source: str, url: str, offset: dict[str, Any]) -> SourceProbe:
         if not url:
             return SourceProbe(source, "beta", "records",
-                               unknown=f"cannot locate source {source} (no beta_url arg)")
+                               unknown=f"cannot locate source {source} (no {_url_arg(source)} arg)")
         head = self._head(url)
         try:
             if isinstance(head, Exception):
