@@ -132,9 +132,10 @@ def health_check() -> None:
     def report(ti: Any = None) -> str:
         """Record the run in the health history, log every check, send the failed ones (and
         the recovered) to the alerts; fail naming every failed check."""
+        from streamops.health import alerting
         from streamops.health import checks as health
         from streamops_airflow.hooks import ops_settings
-        from streamops_airflow.notifiers import ChecksFailed, health_firing, health_scope
+        from streamops_airflow.notifiers import ChecksFailed
 
         results: list[health.CheckResult] = []
         config, ran = ti.xcom_pull(task_ids="validate"), []
@@ -154,8 +155,8 @@ def health_check() -> None:
         for r in outcome.results:
             log.info("%-4s %s %s: %s", r.level.value, r.group, r.name, r.message)
         log.info("health %s: %s", outcome.level.value, outcome.summary())
-        ALERTS.send(ti, health_firing(outcome.results),
-                    scope=health_scope(ran, (config or {}).get("jobs") or ()),
+        ALERTS.send(ti, alerting.firing(outcome.results),
+                    scope=alerting.scope(ran, (config or {}).get("jobs") or ()),
                     failed=None if outcome.ok else outcome.summary())  # fmt: skip
         if not outcome.ok:
             raise ChecksFailed(outcome.summary())

@@ -72,9 +72,10 @@ def reconcile() -> None:
         """One pass; sends what fails (and what recovered) to the alerts; fails naming every
         action that failed."""
         from streamops.alerts import Scope
+        from streamops.declarative import alerting
         from streamops.declarative.reconcile import reconcile_once
         from streamops_airflow.hooks import ops_settings
-        from streamops_airflow.notifiers import ChecksFailed, reconcile_firing
+        from streamops_airflow.notifiers import ChecksFailed
 
         settings = ops_settings()
         result = reconcile_once(settings, only=job or None)
@@ -83,7 +84,7 @@ def reconcile() -> None:
             log.info("%s", line)
         log.info("reconcile pass: %d decision(s) in %.2fs", len(lines), result.seconds)
         failed = "; ".join(result.errors) if result.errors else None
-        ALERTS.send(ti, reconcile_firing(settings.layout, result.errors, job or None),
+        ALERTS.send(ti, alerting.failing(settings.layout, result.errors, job or None),
                     scope=Scope(jobs=frozenset([job]) if job else None), failed=failed)
         if failed is not None:
             raise ChecksFailed(failed)

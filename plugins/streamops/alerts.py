@@ -39,6 +39,7 @@ from streamops.state.layout import StateLayout, read_json, write_json_atomic
 log = logging.getLogger("streamops.alerts")
 
 FORMATS = ("alertmanager", "text")
+TASK_GROUP = "task"  # the group of the alert for a task that failed without judging
 DEFAULT_TIMEOUT_S = 3.0
 UNSENT_KEPT = 200  # resolved notices kept for the next run while no receiver takes them
 ENV_URL, ENV_FORMAT, ENV_TIMEOUT = (
@@ -197,12 +198,12 @@ def deliver(
     on. Never raises for a receiver that fails."""
     now = time.time() if now is None else now
     path = alerts_file(layout, alertname)
-    state = read_json(path) or {}
+    state = _read_state(path)
     before = {a.key: a for a in map(_alert, (state.get("firing") or {}).values())}
     announced = set(state.get("announced") or [])
     unsent = [_alert(a) for a in state.get("unsent_resolved") or []]
     out = Delivery()
-    current = {}
+    current: dict[str, Alert] = {}
     for f in firing:
         was = before.get(f.key)
         current[f.key] = Alert(alertname, f.check, f.message, was.since if was else now, f.job,
@@ -216,7 +217,8 @@ def deliver(
             current[key] = alert  # its job was not judged this run: it fires on
     out.firing = list(current.values())
     out.new = [a for a in out.firing if a.key not in announced]
-    out.resolved += unsent
+    again = {a.key for a in out.resolved} | set(current)  # newer news of the same check
+    out.resolved = [a for a in unsent if a.key not in again] + out.resolved
     started = time.monotonic()
     for hook in webhooks:
         error = _post(hook, _body(hook, out, now + ttl_s))
@@ -231,6 +233,16 @@ def deliver(
         "unsent_resolved": [] if delivered else [asdict(a) for a in out.resolved][-UNSENT_KEPT:],
     })  # fmt: skip
     return out
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    """What fired, as the last run left it; a state that cannot be read starts afresh."""
+    try:
+        state = read_json(path)
+    except (OSError, ValueError) as exc:
+        log.warning("cannot read %s (%s): what fired before is forgotten", path, exc)
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
 def _alert(data: dict[str, Any]) -> Alert:

@@ -3,8 +3,9 @@
 :class:`AlertNotifier` is the one notifier code of the ``health_check`` and ``reconcile`` DAGs.
 A task that judges calls :meth:`AlertNotifier.send` with what fails now (every run, green
 ones too, so a recovery is sent as resolved), then fails with :class:`ChecksFailed` if
-anything does; as the task's ``on_failure_callback`` it reports
-a task that failed without judging (a crash, a timeout) as one alert named after the task.
+anything does; as the task's ``on_failure_callback`` it reports a task that failed without
+judging (a crash, a timeout) as one alert named after the task. What fails is made by the
+library (:mod:`streamops.health.alerting`, :mod:`streamops.declarative.alerting`).
 Each failure is logged at ERROR, appended to a JSONL file when the notifier has one
 (:class:`ReconcileFailedNotifier`: ``<state>/declarative/notifications.jsonl``, which the
 dashboard's resources panel shows), and posted to the configured webhooks
@@ -23,28 +24,29 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from airflow.sdk import BaseHook, BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-from streamops.alerts import EVERYTHING, NOTHING, Firing, Scope, Webhook, deliver, webhooks_from_env
+from streamops.alerts import (
+    EVERYTHING,
+    NOTHING,
+    TASK_GROUP,
+    Firing,
+    Scope,
+    Webhook,
+    deliver,
+    webhooks_from_env,
+)
 from streamops.exceptions import StreamopsError
-from streamops.health.report import CheckResult, Level
-from streamops.state.layout import StateLayout, append_jsonl
-
-if TYPE_CHECKING:
-    from streamops.declarative.store import Store
+from streamops.state.layout import append_jsonl
 
 log = logging.getLogger(__name__)
 
 NOTIFICATIONS = "declarative/notifications.jsonl"
 ALERTS_CONN_ID = "streamops_alerts"
-TASK_GROUP = "task"  # the group of an alert for a task that failed without judging
-RECONCILE_GROUP = "reconcile"
-PARAMS_GROUP = "params"  # a health run whose params were refused
 
 
 class ChecksFailed(AirflowFailException):
@@ -119,18 +121,19 @@ class AlertNotifier(BaseNotifier):
               failed: str | None) -> None:  # fmt: skip
         from streamops_airflow.hooks import ops_settings
 
-        dag_id, run_id = getattr(ti, "dag_id", None), getattr(ti, "run_id", None)
-        for f in firing:
-            log.error("%s: %s/%s %s: %s", self.message, dag_id, run_id, f.check, f.message)
+        dag_id, run_id, task_id = _run_of(ti)
         layout = ops_settings().layout
-        if failed is not None and self.record:
-            append_jsonl(layout.root / self.record, {
-                "at": time.time(), "message": self.message, "dag_id": dag_id, "run_id": run_id,
-                "task_id": getattr(ti, "task_id", None), "error": failed,
-            })  # fmt: skip
-        url = _log_url(ti)
+        if failed is not None:
+            log.error("%s: %s/%s %s: %s", self.message, dag_id, run_id, task_id, failed)
+            if self.record:
+                append_jsonl(layout.root / self.record, {
+                    "at": time.time(), "message": self.message, "dag_id": dag_id,
+                    "run_id": run_id, "task_id": task_id, "error": failed,
+                })  # fmt: skip
         done = deliver(layout, self.alertname, firing, configured_webhooks(),
-                       scope=scope, ttl_s=self.ttl_s, generator_url=url)  # fmt: skip
+                       scope=scope, ttl_s=self.ttl_s, generator_url=_log_url(ti))  # fmt: skip
+        for alert in done.new:
+            log.error("%s firing: %s", self.alertname, alert.to_text())
         for alert in done.resolved:
             log.info("%s resolved: %s", self.alertname, alert.to_text())
         log.info("%s: %d firing (%d new), %d resolved, sent in %.2f s%s", self.alertname,
@@ -139,7 +142,9 @@ class AlertNotifier(BaseNotifier):
 
 
 def _run_of(ti: Any) -> tuple[str, str, str]:
-    return tuple(str(getattr(ti, k, "")) for k in ("dag_id", "run_id", "task_id"))  # type: ignore[return-value]
+    """(dag, run, task) of a task instance."""
+    return (str(getattr(ti, "dag_id", "")), str(getattr(ti, "run_id", "")),
+            str(getattr(ti, "task_id", "")))  # fmt: skip
 
 
 def _log_url(ti: Any) -> str:
@@ -163,69 +168,3 @@ class ReconcileFailedNotifier(AlertNotifier):
     def __init__(self, message: str = "reconcile failed") -> None:
         super().__init__(message, alertname="StreamopsReconcileFailed", record=NOTIFICATIONS,
                          ttl_s=300.0)  # fmt: skip
-
-
-def health_firing(results: Collection[CheckResult]) -> list[Firing]:
-    """The failed checks of a health report, each with its job (none: cluster-wide)."""
-    return [Firing(r.name, r.message, _job_of(r), r.group, r.level.value)
-            for r in results if r.level is Level.FAIL]  # fmt: skip
-
-
-def health_scope(groups: Collection[str], jobs: Collection[str] = ()) -> Scope:
-    """What a health run judged: the groups whose checks ran (and the run's own params and
-    task), the jobs asked for (none: every job)."""
-    return Scope(frozenset({*groups, TASK_GROUP, PARAMS_GROUP}), frozenset(jobs) or None)
-
-
-def _job_of(result: CheckResult) -> str:
-    if result.group in ("cluster", PARAMS_GROUP) or result.name == result.group:
-        return ""
-    if result.name.startswith("procedure/"):  # procedure/<kind>[/<job>]
-        return result.name.split("/")[2] if result.name.count("/") >= 2 else ""
-    return result.name.split("/")[0]
-
-
-def reconcile_firing(
-    layout: StateLayout, errors: list[str], only: str | None = None
-) -> list[Firing]:
-    """What fails after a reconcile pass: each resource whose status holds a failure (a
-    deployment's last failed action, a savepoint request ``Failed``), and each error of the
-    pass (``Kind/name: ...``); ``only``: that job's resources alone."""
-    from streamops.declarative.resources import DEPLOYMENT, SAVEPOINT_REQUEST
-    from streamops.declarative.store import Store
-
-    store, out = Store(layout), {}
-    jobs: dict[str, str] = {}  # "Kind/name" -> its job
-    for kind in (DEPLOYMENT, SAVEPOINT_REQUEST):
-        for name in store.names(kind):
-            key = f"{kind}/{name}"
-            try:
-                jobs[key], message = _failure(store, kind, name)
-            except (StreamopsError, ValueError) as exc:  # an unreadable file: the pass says so
-                log.warning("cannot read %s for the alerts: %s", key, exc)
-                continue
-            if message is not None and (only is None or jobs[key] == only):
-                out[key] = Firing(key, message, jobs[key], RECONCILE_GROUP)
-    for error in errors:
-        key = error.split(": ", 1)[0]
-        kind, _, name = key.partition("/")
-        job = jobs.get(key) or (name if kind == DEPLOYMENT else "")
-        if key not in out and (only is None or job == only):
-            out[key] = Firing(key if name else "reconcile", error, job, RECONCILE_GROUP)
-    return list(out.values())
-
-
-def _failure(store: Store, kind: str, name: str) -> tuple[str, str | None]:
-    """The job of a resource, and why it fails when its status holds a failure."""
-    from streamops.declarative.resources import DEPLOYMENT
-
-    if kind == DEPLOYMENT:
-        failed = store.deployment_status(name).failed
-        return name, None if failed is None else (
-            f"{kind}/{name}: {failed.action} failed for generation {failed.generation} "
-            f"({failed.count} time(s)): {failed.message}")  # fmt: skip
-    applied = store.get(kind, name)
-    job = str(getattr(applied.resource, "job", "")) if applied else ""
-    status = store.request_status(name)
-    why = f"{kind}/{name}: savepoint request Failed: {status.message}"
-    return job, why if status.state == "Failed" else None

@@ -14,9 +14,11 @@ import pytest
 from support.alert_receiver import hanging, receiving
 
 from streamops.alerts import Webhook
+from streamops.declarative.alerting import failing as reconcile_firing
 from streamops.declarative.resources import Deployment, SavepointRequest
 from streamops.declarative.status import DeploymentStatus, FailedAction, RequestStatus
 from streamops.declarative.store import Store
+from streamops.health.alerting import firing as health_firing
 from streamops.health.report import CheckResult, Level
 from streamops.state.layout import StateLayout
 from streamops_airflow import notifiers
@@ -25,8 +27,6 @@ from streamops_airflow.notifiers import (
     HealthCheckNotifier,
     ReconcileFailedNotifier,
     configured_webhooks,
-    health_firing,
-    reconcile_firing,
 )
 
 CONN = "AIRFLOW_CONN_STREAMOPS_ALERTS"

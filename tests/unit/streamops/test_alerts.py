@@ -130,3 +130,23 @@ def test_webhook_settings() -> None:
                                      ("http://x", None, "0", "is not > 0")]:  # fmt: skip
         with pytest.raises(ConfigError, match=re.escape(error)):
             Webhook.of(url, fmt, timeout)
+
+
+def test_a_recovery_never_sent_is_dropped_when_the_check_fails_again(layout: StateLayout) -> None:
+    dead = [Webhook(refused(), timeout_s=0.5)]
+    deliver(layout, NAME, [DEAD], dead, now=T0)
+    missed = deliver(layout, NAME, [], dead, now=T0 + 60)  # recovered, not taken
+    assert [a.check for a in missed.resolved] == ["workers"]
+    with receiving() as rx:
+        deliver(layout, NAME, [DEAD], [Webhook(rx.url)], now=T0 + 120)  # fails again
+    [[again]] = rx.bodies
+    assert again["startsAt"] == "2027-01-15T08:02:00Z"  # a new failure, not the old one
+    assert again["endsAt"] > again["startsAt"]
+
+
+def test_a_state_that_cannot_be_read_starts_afresh(layout: StateLayout) -> None:
+    path = alerts.alerts_file(layout, NAME)
+    path.parent.mkdir(parents=True)
+    path.write_text("{torn")
+    out = deliver(layout, NAME, [DEAD], [], now=T0)
+    assert [a.check for a in out.new] == ["workers"] and out.resolved == []
