@@ -1,8 +1,9 @@
 """The health_check DAG with ``dag.test()`` and no cluster (nothing listens on the master's
 ports), its alerts posted to a real receiver on loopback: a check that raises fails its task
 alone, the report still comes whole (logged, recorded) and fails the run, and every failed
-check is an alert; a green run resolves them. (A receiver that hangs: tests/dags/
-test_reconcile_dag.py, through the same notifier.)"""
+check is an alert. (A recovery resolved and a receiver that hangs: tests/dags/
+test_reconcile_dag.py, through the same notifier; what a health run resolves:
+tests/unit/streamops/test_alerts.py.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from support.alert_receiver import receiving
 from support.dag_runs import load_dag, task_states
 
 from streamops.health import checks as health
-from streamops.health.checks import CheckResult, Level, Observation
+from streamops.health.checks import CheckResult, Observation
 from streamops.settings import Settings
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
@@ -34,10 +35,6 @@ def settings(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[Settings]
 
 def boom(obs: Observation) -> list[CheckResult]:
     raise RuntimeError("a check with a bug")
-
-
-def master_up(obs: Observation) -> list[CheckResult]:
-    return [CheckResult("cluster", "master", Level.OK, "master is ALIVE")]
 
 
 def run_health() -> tuple[Any, dict[str, str]]:
@@ -65,14 +62,4 @@ def test_a_raising_check_fails_alone_with_the_whole_report_and_every_failure_ale
         assert set(fired) == {"master", "progress"}
         assert fired["progress"]["labels"]["alertname"] == "StreamopsHealthCheckFailed"
         assert "RuntimeError" in fired["progress"]["annotations"]["message"]
-
-        rx.clear()
-        monkeypatch.setitem(health.CHECKS, "progress", health.check_progress)
-        monkeypatch.setitem(health.CHECKS, "cluster", master_up)
-        run, states = run_health()
-        assert run.state == "success", states
-        resolved = {a["labels"]["check"]: a for a in rx.alerts()}
-        assert set(resolved) == {"master", "progress"}
-        assert resolved["master"]["startsAt"] == fired["master"]["startsAt"]
-        assert resolved["master"]["endsAt"] < fired["master"]["endsAt"]  # ended, not held
 

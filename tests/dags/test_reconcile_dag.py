@@ -59,9 +59,6 @@ def test_a_green_pass_then_a_failed_pass_notifies(settings: Settings) -> None:
         assert task_states(run)["reconcile_pass"] == "success"
         [resolved] = rx.alerts()
         assert resolved["labels"] == fired["labels"] and resolved["endsAt"] < fired["endsAt"]
-        started = time.monotonic()
-        dag.test(run_conf={"job": ""})
-        answered_s = time.monotonic() - started
 
     broken.write_text("{not json")
     with hanging() as url, environ_set({"STREAMOPS_ALERT_WEBHOOK_URL": url,
@@ -69,7 +66,6 @@ def test_a_green_pass_then_a_failed_pass_notifies(settings: Settings) -> None:
         started = time.monotonic()
         run = dag.test(run_conf={"job": ""})
         hung_s = time.monotonic() - started
-    print(f"a green reconcile run with a receiver that answers: {answered_s:.1f} s; a failed "
-          f"one with a receiver that hangs (timeout 1 s): {hung_s:.1f} s")
+    print(f"a failed reconcile run with a receiver that hangs (timeout 1 s): {hung_s:.1f} s")
     assert task_states(run) == {"validate": "success", "reconcile_pass": "failed"}
     assert len((settings.layout.root / NOTIFICATIONS).read_text().splitlines()) == 2

@@ -13,12 +13,14 @@ from types import SimpleNamespace
 import pytest
 from support.alert_receiver import hanging, receiving
 
-from streamops.alerts import Webhook
+from streamops.alerts import Webhook, deliver
 from streamops.declarative.alerting import failing as reconcile_firing
 from streamops.declarative.resources import Deployment, SavepointRequest
 from streamops.declarative.status import DeploymentStatus, FailedAction, RequestStatus
 from streamops.declarative.store import Store
+from streamops.health import checks as health
 from streamops.health.alerting import firing as health_firing
+from streamops.health.alerting import scope as health_scope
 from streamops.health.report import CheckResult, Level
 from streamops.state.layout import StateLayout
 from streamops_airflow import notifiers
@@ -90,6 +92,22 @@ def test_the_failed_health_checks_with_their_jobs() -> None:
                    ("sources", "fleet-pings/beta:x", "fleet-pings"),
                    ("jobs", "procedure/upgrade/fleet-pings", "fleet-pings"),
                    ("cluster", "procedure/scale", ""), ("progress", "progress", "")]  # fmt: skip
+
+
+def test_a_health_run_resolves_only_the_groups_that_ran_and_the_jobs_it_was_asked(
+    state: StateLayout,
+) -> None:
+    failed = health_firing([
+        CheckResult("cluster", "workers", Level.FAIL, "worker worker-2 is DEAD"),
+        CheckResult("progress", "fleet-pings/vehicles", Level.FAIL, "no batch for 312 s"),
+        CheckResult("sinks", "transactions/store", Level.FAIL, "not written for 900 s")])
+    deliver(state, "H", failed, [])
+    # the progress task did not run, and only fleet-pings was asked for
+    out = deliver(state, "H", [], [], scope=health_scope(["cluster", "sinks"], ["fleet-pings"]))
+    assert [a.check for a in out.resolved] == ["workers"]
+    assert {a.check for a in out.firing} == {"fleet-pings/vehicles", "transactions/store"}
+    out = deliver(state, "H", [], [], scope=health_scope(health.GROUPS))
+    assert {a.check for a in out.resolved} == {"fleet-pings/vehicles", "transactions/store"}
 
 
 def test_a_failed_resource_fires_until_its_status_holds_no_failure(state: StateLayout) -> None:
