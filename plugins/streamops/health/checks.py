@@ -146,13 +146,16 @@ def check_jobs(obs: Observation) -> list[CheckResult]:
     busy = {p.job: p for p in obs.procedures if p.job}
     out: list[CheckResult] = []
     for name in obs.jobs:
-        if obs.master is None:
-            judge = lambda n=name: [_check_job_without_master(obs, n, busy.get(n))]  # noqa: E731
-        else:
-            judge = lambda n=name: [_check_job(n, obs.views.get(n), busy.get(n))]  # noqa: E731
-        out += isolated("jobs", name, judge, f"job {name}: its check")
+        out += isolated("jobs", name, lambda n=name: [_job(obs, n, busy.get(n))],
+                        f"job {name}: its check")  # fmt: skip
     out += [procedure_result(p, obs.now) for p in obs.procedures if p.job]
     return out or [CheckResult("jobs", "jobs", Level.OK, _no_declared_job(obs))]
+
+
+def _job(obs: Observation, name: str, busy: ProcedureSeen | None) -> CheckResult:
+    if obs.master is None:
+        return _check_job_without_master(obs, name, busy)
+    return _check_job(name, obs.views.get(name), busy)
 
 
 def _no_declared_job(obs: Observation) -> str:
