@@ -16,10 +16,14 @@ One task per group of checks, so the grid shows at a glance what is red:
 A declared job was submitted and not cancelled or deliberately stopped since.
 
 `report` runs last whatever happened: it records the run in the health history
-(`<state>/health/history.jsonl`, read it with `streamops health --history`) and fails with a
-message naming every failed check, e.g. `worker worker-2 is DEAD; 1 of 2 expected workers
-ALIVE`. A red check fails its task at once (no retry: the next run checks again in 5 minutes);
-an error of the check itself is retried once. Same checks as `streamops health`.
+(`<state>/health/history.jsonl`, read it with `streamops health --history`), logs every
+check, sends the failed ones to the `HealthCheckNotifier` (the log, and the alert webhooks:
+the `streamops_alerts` connection and/or `STREAMOPS_ALERT_WEBHOOK_URL`; a check that fails no
+more is sent as resolved) and fails with a message naming every failed check, e.g.
+`worker worker-2 is DEAD; 1 of 2 expected workers ALIVE`. A red check fails its task at once
+(no retry: the next run checks again in 5 minutes). A check that raises is a red check naming
+the exception and where (file:line); the other checks still report. Same checks as
+`streamops health`.
 """
 
 from __future__ import annotations
@@ -33,8 +37,11 @@ from airflow.sdk import Param, dag, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from streamops.health.checks import GROUPS
+from streamops_airflow.notifiers import HealthCheckNotifier
 
 log = logging.getLogger(__name__)
+
+ALERTS = HealthCheckNotifier()
 
 
 def _check_task_id(group: str) -> str:
@@ -121,28 +128,38 @@ def health_check() -> None:
             raise AirflowFailException(f"{group}: {report.summary()}")
         return report.summary()
 
-    @task(trigger_rule="all_done", retries=0)
+    @task(trigger_rule="all_done", retries=0, on_failure_callback=ALERTS)
     def report(ti: Any = None) -> str:
-        """Record the run in the health history; fail naming every failed check."""
+        """Record the run in the health history, log every check, send the failed ones (and
+        the recovered) to the alerts; fail naming every failed check."""
+        from streamops.health import alerting
         from streamops.health import checks as health
         from streamops_airflow.hooks import ops_settings
+        from streamops_airflow.notifiers import ChecksFailed
 
         results: list[health.CheckResult] = []
-        if ti.xcom_pull(task_ids="validate") is None:
+        config, ran = ti.xcom_pull(task_ids="validate"), []
+        if config is None:
             message = "no check ran: task validate failed (see its log)"
             results.append(health.CheckResult("params", "params", health.Level.FAIL, message))
         for group in GROUPS if not results else ():
             got = ti.xcom_pull(task_ids=_check_task_id(group), key="results")
             if got:
                 results += [health.CheckResult.from_json(r) for r in got]
+                ran.append(group)
             else:
                 message = f"{group} checks did not run (see task {_check_task_id(group)})"
                 results.append(health.CheckResult(group, group, health.Level.FAIL, message))
         outcome = health.HealthReport(pendulum.now("UTC").timestamp(), tuple(results))
         health.record(ops_settings().layout, outcome, source=f"airflow:{ti.run_id}")
+        for r in outcome.results:
+            log.info("%-4s %s %s: %s", r.level.value, r.group, r.name, r.message)
         log.info("health %s: %s", outcome.level.value, outcome.summary())
+        ALERTS.send(ti, alerting.firing(outcome.results),
+                    scope=alerting.scope(ran, (config or {}).get("jobs") or ()),
+                    failed=None if outcome.ok else outcome.summary())  # fmt: skip
         if not outcome.ok:
-            raise AirflowFailException(outcome.summary())
+            raise ChecksFailed(outcome.summary())
         return outcome.summary()
 
     config = validate()

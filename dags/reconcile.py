@@ -12,8 +12,11 @@ is finished by the next run, never repeated.
 
 The task fails when an action failed (the status of its resource says why, and the same
 generation is not tried again until it is applied anew); the failure is sent to the
-`ReconcileFailedNotifier` (`<state>/declarative/notifications.jsonl` and the log). Passes never
-overlap: one at a time per state root (a lock), and one run of this DAG at a time.
+`ReconcileFailedNotifier` (`<state>/declarative/notifications.jsonl` and the log). After every
+pass it sends each resource whose status holds a failure as an alert to the alert webhooks
+(the `streamops_alerts` connection and/or `STREAMOPS_ALERT_WEBHOOK_URL`), and a resource that
+fails no more as resolved. Passes never overlap: one at a time per state root (a lock), and
+one run of this DAG at a time.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import Param, dag, task
-from airflow.sdk.exceptions import AirflowFailException
 
 from streamops_airflow.dag_defaults import START_DATE
 from streamops_airflow.notifiers import ReconcileFailedNotifier
 
 log = logging.getLogger(__name__)
+
+ALERTS = ReconcileFailedNotifier("reconcile pass failed")
 
 
 @dag(
@@ -63,19 +67,27 @@ def reconcile() -> None:
                 raise ParamError("job", str(exc)) from exc
         return job
 
-    @task(retries=0, on_failure_callback=ReconcileFailedNotifier("reconcile pass failed"))
-    def reconcile_pass(job: str) -> list[str]:
-        """One pass; fails naming every action that failed."""
+    @task(retries=0, on_failure_callback=ALERTS)
+    def reconcile_pass(job: str, ti: Any = None) -> list[str]:
+        """One pass; sends what fails (and what recovered) to the alerts; fails naming every
+        action that failed."""
+        from streamops.alerts import Scope
+        from streamops.declarative import alerting
         from streamops.declarative.reconcile import reconcile_once
         from streamops_airflow.hooks import ops_settings
+        from streamops_airflow.notifiers import ChecksFailed
 
-        result = reconcile_once(ops_settings(), only=job or None)
+        settings = ops_settings()
+        result = reconcile_once(settings, only=job or None)
         lines = [f"{resource}: {action}: {text}" for resource, action, text in result.actions]
         for line in lines:
             log.info("%s", line)
         log.info("reconcile pass: %d decision(s) in %.2fs", len(lines), result.seconds)
-        if not result.ok:
-            raise AirflowFailException("; ".join(result.errors))
+        failed = "; ".join(result.errors) if result.errors else None
+        ALERTS.send(ti, alerting.failing(settings.layout, result.errors, job or None),
+                    scope=Scope(jobs=frozenset([job]) if job else None), failed=failed)
+        if failed is not None:
+            raise ChecksFailed(failed)
         return lines
 
     reconcile_pass(validate())

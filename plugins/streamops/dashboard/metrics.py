@@ -76,7 +76,8 @@ def families(jobs: list[JobFigures]) -> list[Metric]:
                 fam.add_metric([j.name, s.name], float(value))
         out.append(fam)
     backlog = _gauge("source_backlog", "what the source's upstream holds beyond the committed "
-                     "offset (records or files)", ["job", "stage", "source", "unit"])  # fmt: skip
+                     "offset (records, files, entries)",
+                     ["job", "stage", "source", "unit"])  # fmt: skip
     degraded = _gauge("source_degraded", "1 while the job's reader reports the source degraded",
                       ["job", "stage", "source"])  # fmt: skip
     for j, s in _stages(jobs):

@@ -25,15 +25,22 @@ for 312 s (limit 120 s)``):
 
 Results, reports, thresholds and the history (``<state>/health/history.jsonl``) are in
 :mod:`streamops.health.report`, re-exported here.
+
+No check can crash a run (:mod:`streamops.health.crash`): an exception while judging a job
+fails that job's check of its group, one while judging a group fails the group, one while
+gathering fails every group asked; each such ``fail`` names the exception and where it was
+raised, and the rest of the report still comes.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 
 from streamops.cluster.client import WorkerInfo
 from streamops.exceptions import StreamopsError
+from streamops.health.crash import crashed, isolated
 from streamops.health.gather import GROUPS, declared_jobs, gather, newest_write
 from streamops.health.procedures import ProcedureSeen, procedure_result
 from streamops.health.report import (
@@ -63,6 +70,7 @@ __all__ = [
     "Thresholds",
     "declared_jobs",
     "gather",
+    "judge",
     "newest_write",
     "check_sources",
     "read_history",
@@ -89,12 +97,16 @@ def check_cluster(obs: Observation) -> list[CheckResult]:
         Level.OK if status == "ALIVE" else Level.FAIL,
         f"master {s.master_url} is {status or 'in an unknown state'}",
     )
-    return [master, _check_workers(obs), *procedures]
+    return [master, *isolated("cluster", "workers", lambda: [_check_workers(obs)]),
+            *procedures]  # fmt: skip
 
 
 def _check_workers(obs: Observation) -> CheckResult:
     assert obs.master is not None
     seen = obs.workers or WorkersSeen(obs.thresholds.expected_workers or 0)  # none gathered
+    if seen.error:
+        return CheckResult("cluster", "workers", Level.FAIL,
+                           f"the workers could not be gathered: {seen.error}")  # fmt: skip
     entries = [WorkerInfo.from_json(w) for w in obs.master.get("workers") or []]
     alive = [w for w in entries if w.state == "ALIVE"]
     problems = [
@@ -132,12 +144,18 @@ def check_jobs(obs: Observation) -> list[CheckResult]:
     """Every job that should run (declared, or stopped by a procedure in progress) runs, and
     every procedure of a job in progress fails (it stopped the job, or is about to)."""
     busy = {p.job: p for p in obs.procedures if p.job}
-    if obs.master is None:
-        out = [_check_job_without_master(obs, name, busy.get(name)) for name in obs.jobs]
-    else:
-        out = [_check_job(name, obs.views.get(name), busy.get(name)) for name in obs.jobs]
+    out: list[CheckResult] = []
+    for name in obs.jobs:
+        out += isolated("jobs", name, lambda n=name: [_job(obs, n, busy.get(n))],
+                        f"job {name}: its check")  # fmt: skip
     out += [procedure_result(p, obs.now) for p in obs.procedures if p.job]
     return out or [CheckResult("jobs", "jobs", Level.OK, _no_declared_job(obs))]
+
+
+def _job(obs: Observation, name: str, busy: ProcedureSeen | None) -> CheckResult:
+    if obs.master is None:
+        return _check_job_without_master(obs, name, busy)
+    return _check_job(name, obs.views.get(name), busy)
 
 
 def _no_declared_job(obs: Observation) -> str:
@@ -196,12 +214,19 @@ def _check_job_without_master(
 def check_progress(obs: Observation) -> list[CheckResult]:
     out = []
     for view in obs.live_views:
-        for stage, info in view.stages.items():
-            out.append(_check_stage_age(obs, view.name, stage, info))
-            rate = _check_rates(obs.thresholds, view.name, stage, info)
-            if rate is not None:
-                out.append(rate)
+        out += isolated("progress", view.name, lambda v=view: _job_progress(obs, v),
+                        f"job {view.name}: the check of its progress")  # fmt: skip
     return out or [CheckResult("progress", "progress", Level.OK, "no running job to check")]
+
+
+def _job_progress(obs: Observation, view: JobView) -> list[CheckResult]:
+    out = []
+    for stage, info in view.stages.items():
+        out.append(_check_stage_age(obs, view.name, stage, info))
+        rate = _check_rates(obs.thresholds, view.name, stage, info)
+        if rate is not None:
+            out.append(rate)
+    return out
 
 
 def _check_stage_age(obs: Observation, job: str, stage: str, info: StageStatus) -> CheckResult:
@@ -253,7 +278,10 @@ def _check_rates(t: Thresholds, job: str, stage: str, info: StageStatus) -> Chec
 
 
 def check_sinks(obs: Observation) -> list[CheckResult]:
-    out = [_check_sink(obs, view) for view in obs.live_views]
+    out = []
+    for view in obs.live_views:
+        out += isolated("sinks", f"{view.name}/store", lambda v=view: [_check_sink(obs, v)],
+                        f"job {view.name}: the check of its store")  # fmt: skip
     return out or [CheckResult("sinks", "sinks", Level.OK, "no running job sink to check")]
 
 
@@ -262,10 +290,10 @@ def _check_sink(obs: Observation, view: JobView) -> CheckResult:
     seen = obs.sinks.get(view.name) or SinkSeen(declared=False)
     if not seen.declared:
         return CheckResult("sinks", name, Level.WARN, f"job {view.name}: no recorded spec")
-    if not seen.store_url:
-        return CheckResult("sinks", name, Level.OK, f"job {view.name} declares no store_url")
     if seen.error:
         return CheckResult("sinks", name, Level.FAIL, f"sinks check failed: {seen.error}")
+    if not seen.store_url:
+        return CheckResult("sinks", name, Level.OK, f"job {view.name} declares no store_url")
     busy = not view.status.all_idle()
     if seen.newest_write is None:
         level = Level.WARN if busy else Level.OK
@@ -300,19 +328,32 @@ def run_checks(
     jobs: Sequence[str] | None = None,
     groups: Iterable[str] = GROUPS,
 ) -> HealthReport:
-    """Gather once, then run the checks of ``groups`` (pure: no I/O); an error of a check is
-    a failed check."""
+    """Gather once, then judge the checks of ``groups`` (:func:`judge`, no I/O). Never raises
+    but for an unknown group: an exception while gathering fails every group asked."""
     groups = list(groups)
     for group in groups:
         if group not in CHECKS:
             raise StreamopsError(f"unknown health check group {group!r}; known: {GROUPS}")
-    obs = gather(settings, thresholds or Thresholds(), jobs, groups)
-    results: list[CheckResult] = []
-    for group in groups:
-        try:
-            results.extend(CHECKS[group](obs))
-        except StreamopsError as exc:
-            results.append(CheckResult(group, group, Level.FAIL, f"{group} check failed: {exc}"))
-    report = HealthReport(obs.now, tuple(results))
+    thresholds = thresholds or Thresholds()
+    try:
+        obs = gather(settings, thresholds, jobs, groups)
+    except Exception as exc:  # nothing to judge: every group fails, naming why
+        failed = tuple(crashed(g, g, exc, f"gathering what the {g} checks look at")
+                       for g in groups)  # fmt: skip
+        report = HealthReport(time.time(), failed)
+    else:
+        report = judge(obs, groups)
     log.info("health %s: %s", report.level.value, report.summary())
     return report
+
+
+def judge(
+    obs: Observation, groups: Iterable[str] = GROUPS,
+    checks: dict[str, Callable[[Observation], list[CheckResult]]] = CHECKS,
+) -> HealthReport:  # fmt: skip
+    """The report of ``groups`` on one observation (pure): a check that raises is that
+    group's ``fail``, naming the exception and where, and the other groups still report."""
+    results: list[CheckResult] = []
+    for group in groups:
+        results += isolated(group, group, lambda g=group: checks[g](obs))
+    return HealthReport(obs.now, tuple(results))

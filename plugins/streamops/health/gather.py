@@ -5,7 +5,9 @@
 root), and what the checked groups need besides: this state root's workers (pid files, the
 addresses their logs name), the sources' probes (:mod:`streamops.health.source_probes`), the jobs'
 stores. It returns an :class:`~streamops.health.report.Observation`, a plain value that the
-checks of :mod:`streamops.health.checks` judge without any I/O.
+checks of :mod:`streamops.health.checks` judge without any I/O. What is gathered for one
+check (the workers, a source, a store) and raises is kept as that check's error, to fail it
+alone.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import ClusterNotRunning, Unhealthy
 from streamops.health.procedures import gather_procedures
 from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
-from streamops.health.source_probes import Prober, probe_job
+from streamops.health.source_probes import Prober, SourceProbe, probe_job
+from streamops.job_view import JobView
 from streamops.jobs import JobRegistry, read_submissions, spec_args
 from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
 from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout
+from streamops.tracebacks import describe
 
 GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
 NEVER_SUBMITTED = "never submitted"
@@ -110,11 +114,13 @@ def gather(
                    if why is not None and why != NEVER_SUBMITTED}  # fmt: skip
     obs.views = {n: v for n, v in views.items() if n in names}
     if "cluster" in wanted and master is not None:
-        obs.workers = _gather_workers(settings, thresholds, master)
+        try:
+            obs.workers = _gather_workers(settings, thresholds, master)
+        except Exception as exc:  # the workers check fails naming it; the others still run
+            obs.workers = WorkersSeen(expected_workers(settings, thresholds), error=describe(exc))
     if "sources" in wanted:
         prober = Prober(obs.http_timeout)
-        obs.sources = {v.name: probe_job(prober, v, spec_args(settings, v.name) or {})
-                       for v in obs.live_views}  # fmt: skip
+        obs.sources = {v.name: _probe_sources(settings, prober, v) for v in obs.live_views}
     if "sinks" in wanted:
         obs.sinks = {v.name: _gather_sink(settings, v.name) for v in obs.live_views}
     return obs
@@ -140,17 +146,28 @@ def _worker_log_names(layout: StateLayout) -> dict[str, str]:
             for (host, port), name in started_addresses(layout.logs_dir).items()}  # fmt: skip
 
 
-def _gather_sink(settings: Settings, job: str) -> SinkSeen:
-    args = spec_args(settings, job)
-    if args is None:
-        return SinkSeen(declared=False)
-    url = args.get("store_url")
-    if not url:
-        return SinkSeen(declared=True)
+def _probe_sources(settings: Settings, prober: Prober, view: JobView) -> dict[str, SourceProbe]:
     try:
+        args = spec_args(settings, view.name) or {}
+    except Exception as exc:  # an unreadable spec: this job's sources fail, the others' not
+        return {"sources": SourceProbe("sources", "?", "?", error=describe(exc))}
+    return probe_job(prober, view, args)
+
+
+def _gather_sink(settings: Settings, job: str) -> SinkSeen:
+    url = None
+    try:
+        args = spec_args(settings, job)
+        if args is None:
+            return SinkSeen(declared=False)
+        url = args.get("store_url")
+        if not url:
+            return SinkSeen(declared=True)
         return SinkSeen(True, str(url), newest_write(str(url)))
     except Unhealthy as exc:
         return SinkSeen(True, str(url), error=str(exc))
+    except Exception as exc:  # e.g. a store URL of an unknown dialect: this sink's fail alone
+        return SinkSeen(True, str(url) if url else None, error=describe(exc))
 
 
 def newest_write(url: str) -> float | None:

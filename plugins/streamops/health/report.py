@@ -58,6 +58,14 @@ class Thresholds(BaseModel):
     backlog_fail_records: int = Field(default=50_000, ge=0)
     backlog_warn_files: int = Field(default=50, ge=0)
     backlog_fail_files: int = Field(default=500, ge=0)
+    backlog_warn_entries: int = Field(
+        default=1_000, ge=0, description="journal entries: 100 s behind at the tutorial's 10/s"
+    )
+    backlog_fail_entries: int = Field(
+        default=4_500, ge=0,
+        description="journal entries: half the journal's default capacity (9000); further "
+        "behind, entries are soon dropped unread",
+    )
     max_source_degraded: float = Field(
         default=120.0, gt=0, description="seconds a source may be degraded before it fails"
     )
@@ -67,6 +75,14 @@ class Thresholds(BaseModel):
     max_sink_age: float = Field(
         default=300.0, gt=0, description="seconds a store may go unwritten while data flows"
     )
+
+    @property
+    def backlog_limits(self) -> dict[str, tuple[int, int]]:
+        """Per unit a source's backlog counts (:data:`~streamops.health.source_probes.UNITS`):
+        the backlog above which it warns, and above which it fails."""
+        return {"records": (self.backlog_warn_records, self.backlog_fail_records),
+                "files": (self.backlog_warn_files, self.backlog_fail_files),
+                "entries": (self.backlog_warn_entries, self.backlog_fail_entries)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -175,6 +191,7 @@ class WorkersSeen:
     expected: int
     workers: tuple[WorkerStatus, ...] = ()
     log_names: dict[str, str] = field(default_factory=dict)  # "host:port" -> worker name
+    error: str | None = None  # gathering them raised (:func:`streamops.tracebacks.describe`)
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,20 @@ knows how each kind of source is located and asked (health and the dashboard use
 judge and show what it answers, never a source's own paths or URLs).
 
 A source is located by its offset's source id (``beta:<url>``, ``alpha:<dir>``) or else by the
-job's args (``beta_url``, ``alpha_dir``), and probed by its kind:
+job's args (``beta_url``, ``alpha_dir``; the trade analyser's ``tradesim`` by ``trades_url``),
+and probed by its kind:
 
-- fleetsim-beta: ``/head`` (``first``, ``last``, ``stream``) against the committed
-  ``{sequence, stream}``: the backlog in records, or what the upstream lost or replaced;
+- fleetsim-beta (and the trades producer, its server): ``/head`` (``first``, ``last``,
+  ``stream``) against the committed ``{sequence, stream}``: the backlog in records, or what
+  the upstream lost or replaced;
 - fleetsim-alpha: the ping files of its drop directory the committed offset has not read
   (after the committed file, and late ones within the job's ``alpha_max_file_age``);
 - the transactions journal (source id ``journal:<name>``, located by the job's ``store_url``):
   the journal's head in the store against the committed ``{sequence, stream}``.
 
-A probe does the I/O and answers a :class:`SourceProbe`, a plain value.
+A probe does the I/O and answers a :class:`SourceProbe`, a plain value; a probe that raises
+answers one too, with the exception and where it came from (``error``), so one odd source
+never hides the others.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ import requests
 from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from streamops.job_view import JobView
 from streamops.state.job_status import StageStatus
+from streamops.tracebacks import describe
+
+UNITS = {"beta": "records", "alpha": "files", "journal": "entries"}
+"""Per kind of source, what its backlog counts (each unit has thresholds in health)."""
+URL_ARGS = {"tradesim": "trades_url"}
+"""The arg locating a fleetsim-beta server by its source id, when it is not ``beta_url``."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class SourceProbe:
     backlog: int | None = None  # None: not known (see ``unknown`` or ``broken``)
     unknown: str | None = None  # why the upstream could not tell (it may come back)
     broken: str | None = None  # reading on would skip data: reset, lost, gone
+    error: str | None = None  # the probe itself raised: the exception and where
 
 
 def committed_positions(view: JobView) -> dict[str, dict[str, Any]]:
@@ -80,10 +91,14 @@ def source_location(source: str, offset: dict[str, Any], args: dict[str, Any]) -
     if kind == "journal":
         return "journal", str(args.get("store_url") or "")
     if "sequence" in offset:
-        return "beta", where if kind == "beta" else str(args.get("beta_url") or "")
+        return "beta", where if kind == "beta" else str(args.get(_url_arg(source)) or "")
     if "file" in offset:
         return "alpha", where if kind == "alpha" else str(args.get("alpha_dir") or "")
     return "", ""
+
+
+def _url_arg(source: str) -> str:
+    return URL_ARGS.get(source, "beta_url")
 
 
 def beta_head(url: str, timeout: float) -> dict[str, Any]:
@@ -113,7 +128,17 @@ class Prober:
         self, source: str, offset: dict[str, Any], args: dict[str, Any]
     ) -> SourceProbe | None:
         """The probe of ``source`` at its committed ``offset``; ``None``: a kind of source
-        not probed (it is left out, as it cannot be located)."""
+        not probed (it is left out, as it cannot be located). Never raises: a probe that
+        does answers with its ``error``."""
+        try:
+            return self._probe(source, offset, args)
+        except Exception as exc:  # an odd offset or a probe's bug: that source's fail alone
+            kind = source.partition(":")[0]
+            return SourceProbe(source, kind, UNITS.get(kind, "?"), error=describe(exc))
+
+    def _probe(
+        self, source: str, offset: dict[str, Any], args: dict[str, Any]
+    ) -> SourceProbe | None:
         kind, where = source_location(source, offset, args)
         if kind == "beta":
             return self._beta(source, where, offset)
@@ -134,7 +159,7 @@ class Prober:
     def _beta(self, source: str, url: str, offset: dict[str, Any]) -> SourceProbe:
         if not url:
             return SourceProbe(source, "beta", "records",
-                               unknown=f"cannot locate source {source} (no beta_url arg)")
+                               unknown=f"cannot locate source {source} (no {_url_arg(source)} arg)")
         head = self._head(url)
         try:
             if isinstance(head, Exception):
@@ -215,6 +240,10 @@ def probe_job(
     prober: Prober, view: JobView, args: dict[str, Any]
 ) -> dict[str, SourceProbe]:
     """Per source id, the probe of each source of ``view``'s stages at the position of the
-    stage furthest behind."""
-    probes = (prober.probe(s, o, args) for s, o in sorted(committed_positions(view).items()))
+    stage furthest behind (``sources``: the job's committed offsets could not be read)."""
+    try:
+        positions = committed_positions(view)
+    except Exception as exc:  # an odd status must not hide the other jobs' sources
+        return {"sources": SourceProbe("sources", "?", "?", error=describe(exc))}
+    probes = (prober.probe(s, o, args) for s, o in sorted(positions.items()))
     return {p.source: p for p in probes if p is not None}

@@ -15,8 +15,11 @@ Per source, worst first:
 - **losses, late, changed and ignored files** the readers counted (warn for
   ``recent_loss_window`` seconds, then reported as ok with the count, so they are never out
   of sight);
-- **backlog** in the probe's unit (records, files) against the thresholds; an upstream that
-  could not tell is a warning.
+- **backlog** in the probe's unit (records, files, entries: each has its thresholds) against
+  the thresholds; an upstream that could not tell is a warning.
+
+A probe that raised, or a source whose judging raises (odd data in a reader's report), fails
+that source alone, naming the exception and where it came from; the other sources are judged.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from streamops.exceptions import ConfigError
+from streamops.health.crash import isolated
 from streamops.health.report import CheckResult, Level, Observation, Thresholds
 from streamops.health.source_probes import SourceProbe
 
@@ -32,22 +37,33 @@ def check_sources(obs: Observation) -> list[CheckResult]:
     """Every probed source of each running job, with what its readers reported."""
     out = []
     for view in obs.live_views:
-        states = view.status.sources_state
         for source, probe in sorted(obs.sources.get(view.name, {}).items()):
-            judged = _probed(obs.thresholds, view.name, probe)
-            out.append(_worst(judged, *_reported(obs, view.name, source, states.get(source) or {})))
+            out += isolated("sources", f"{view.name}/{source}",
+                            lambda v=view, s=source, p=probe: [_source(obs, v.name, s, p)],
+                            f"job {view.name}: the check of source {source}")  # fmt: skip
     return out or [CheckResult("sources", "sources", Level.OK, "no running job source to check")]
+
+
+def _source(obs: Observation, job: str, source: str, probe: SourceProbe) -> CheckResult:
+    state = obs.views[job].status.sources_state.get(source) or {}
+    return _worst(_probed(obs.thresholds, job, probe), *_reported(obs, job, source, state))
 
 
 def _probed(t: Thresholds, job: str, probe: SourceProbe) -> CheckResult:
     name = f"{job}/{probe.source}"
+    if probe.error:
+        return CheckResult("sources", name, Level.FAIL,
+                           f"job {job}: the probe of source {probe.source} failed: "
+                           f"{probe.error}")  # fmt: skip
     if probe.broken:
         return CheckResult("sources", name, Level.FAIL, f"job {job}: {probe.broken}")
     if probe.unknown or probe.backlog is None:
         return CheckResult("sources", name, Level.WARN,
                            f"job {job}: {probe.unknown or 'backlog unknown'}")  # fmt: skip
-    limits = {"records": (t.backlog_warn_records, t.backlog_fail_records),
-              "files": (t.backlog_warn_files, t.backlog_fail_files)}  # fmt: skip
+    limits = t.backlog_limits
+    if probe.unit not in limits:
+        raise ConfigError(f"no backlog thresholds for unit {probe.unit!r} of a {probe.kind} "
+                          f"source; known units: {', '.join(limits)}")  # fmt: skip
     warn, fail = limits[probe.unit]
     return _backlog_result(job, probe.source, probe.backlog, probe.unit, warn, fail)
 

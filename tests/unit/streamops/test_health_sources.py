@@ -152,3 +152,14 @@ def test_alpha_late_ignored_and_changed_files_show(settings: Settings, tmp_path:
     assert "1 late file(s)" in result.message and "file=pings-000000000000.csv" in result.message
     assert "1 changed file(s)" in result.message and "file=pings-000000000002.csv" in (
         result.message)
+
+
+def test_the_trades_producer_is_probed_by_the_trade_analysers_trades_url(
+    beta: BetaSimulator,
+) -> None:
+    """The trade analyser's source (id ``tradesim``) is a fleetsim-beta server located by the
+    job's ``trades_url``: its backlog in records, not an upstream that cannot be located."""
+    offset = {"source": "tradesim", "sequence": PINGS - 7, "stream": stream_of(beta)}
+    probe = Prober(5.0).probe("tradesim", offset, {"trades_url": beta.url})
+    assert probe is not None and probe.unknown is None, probe
+    assert (probe.kind, probe.unit, probe.backlog) == ("beta", "records", 7)
