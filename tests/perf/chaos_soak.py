@@ -5,7 +5,8 @@ after another on one fleet-pings job while both simulators flow, with the oracle
 judged after every step. Prints a line per step, then a table per fault kind: count, median
 and worst time until every stage committed again, lost / extra / different rows (extra: keys
 a sink holds that it should not; a record counted twice in a window shows as a different
-row), the health verdicts seen while the job was down. Exits 1 if a step failed (its seed replays it).
+row), the health verdicts seen while the job was down. Exits 1 if a step failed (its seed
+replays it).
 
     .venv/bin/python tests/perf/chaos_soak.py --steps 60 --seed 7
     .venv/bin/python tests/perf/chaos_soak.py --only node,node,master   # these, in order
