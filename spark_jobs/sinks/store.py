@@ -12,6 +12,9 @@ keyed, so replaying a batch after a failure changes nothing:
 - ``trade_series`` (the trade analyser): one row per ``(series, symbol, window_end_ms)``, the
   window's running value replaced like ``vehicle_stats``.
 
+Each of these rows carries ``updated_at``: the database's own clock when it wrote the row
+(:func:`_written_at`), so a latency read from it ends when the row was written.
+
 A store that cannot be reached (a restarting PostgreSQL, a lost connection) is retried with a
 capped backoff for up to :data:`RETRY_S` seconds, the batch waiting meanwhile: the
 transaction of a failed attempt was rolled back, and the writes are keyed, so the attempt
@@ -41,6 +44,7 @@ from sqlalchemy import (
     create_engine,
     event,
     inspect,
+    literal_column,
     or_,
     select,
     text,
@@ -272,13 +276,38 @@ def _insert(engine: Engine, table: Table) -> Any:
     return dialect.insert(table)
 
 
+_CLOCK_SQL = {
+    "sqlite": "(julianday('now') - 2440587.5) * 86400.0",
+    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
+}
+"""The database's clock in epoch seconds, read as it writes each row: SQLite's ``'now'``
+(millisecond precision, taken per statement step, i.e. per row of an executemany), and
+PostgreSQL's ``clock_timestamp()`` (the wall clock at that moment, not ``now()``, the
+transaction's start)."""
+
+
+def _written_at(engine: Engine) -> Any:
+    """The SQL expression an ``updated_at`` takes: the database's clock when it writes the row
+    (:data:`_CLOCK_SQL`), not the job's before the statement, which a slow write or a retry
+    while the store is away would leave behind (the latencies read from it biased low)."""
+    return literal_column(_CLOCK_SQL[engine.dialect.name], Float)
+
+
+def _stamped_insert(engine: Engine, table: Table, batch: list[dict[str, Any]]) -> Any:
+    """An insert of ``table`` whose ``updated_at`` is :func:`_written_at`, for rows that do
+    not carry one."""
+    for row in batch:
+        row.pop("updated_at", None)
+    return _insert(engine, table).values(updated_at=_written_at(engine))
+
+
 def upsert_vehicles(engine: Engine, rows: Iterable[Mapping[str, Any]], job_version: str) -> int:
-    """Keep the newest ping per VIN by ``(time, sequence)``; returns rows offered."""
-    now = time.time()
-    batch = [{**r, "job_version": job_version, "updated_at": now} for r in rows]
+    """Keep the newest ping per VIN by ``(time, sequence)``; returns rows offered. A row's
+    ``updated_at`` is the database's clock when it wrote it."""
+    batch = [{**r, "job_version": job_version} for r in rows]
     if not batch:
         return 0
-    stmt = _insert(engine, vehicles)
+    stmt = _stamped_insert(engine, vehicles, batch)
     ex = stmt.excluded
     newer = or_(
         ex.time > vehicles.c.time,
@@ -296,12 +325,12 @@ def upsert_vehicles(engine: Engine, rows: Iterable[Mapping[str, Any]], job_versi
 def _replace_keyed(
     engine: Engine, table: Table, keys: tuple[str, ...], rows: Iterable[Mapping[str, Any]]
 ) -> int:
-    """Insert ``rows``, replacing every column but ``keys`` of a row already there."""
-    now = time.time()
-    batch = [{**r, "updated_at": now} for r in rows]
+    """Insert ``rows``, replacing every column but ``keys`` of a row already there, with
+    ``updated_at`` the database's clock when it writes each."""
+    batch = [dict(r) for r in rows]
     if not batch:
         return 0
-    stmt = _insert(engine, table)
+    stmt = _stamped_insert(engine, table, batch)
     stmt = stmt.on_conflict_do_update(
         index_elements=[table.c[k] for k in keys],
         set_={c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys},

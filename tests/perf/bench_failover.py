@@ -14,8 +14,7 @@ the dashboard, describe-ahead; ``--bare``: nothing beside, as before), both simu
   started again and the recovery is when it knows the driver again (FILESYSTEM recovery);
 - ``stall``: fleetsim-beta (a process of its own) frozen with SIGSTOP for ``--stall``
   seconds: detected when the job reports the source degraded; the job must go on committing
-  (alpha flows) and the figure is the longest pause of any stage meanwhile; recovered when
-  beta's next records are committed after the thaw.
+  (alpha flows); recovered when beta's next records are committed after the thaw.
 
 With ``--standby hot`` the job runs with a hot standby (``standby: hot``) on a cluster of three
 workers (its cores), armed on another worker than the driver before each fault; the new
@@ -23,9 +22,13 @@ standby armed after a fault is printed too.
 
 For each it prints when the fault was detected (the master shows the worker DEAD or the
 driver relaunched; a driver killed alone: its worker runs a new JVM of it; for an executor,
-the job's stages go on) and the recovery: seconds from
-the kill to every stage's next committed batch. At the end the simulators stop, the job
-catches up and the sinks are compared with the batch recomputation: lost / extra / different.
+the job's stages go on), the recovery: seconds from the kill to every stage's next committed
+batch, and the gap (``measures.Gap``): per stage the longest time it committed nothing across
+the fault (from its last batch before it to its first after it; for the master and the
+stall, after it ended), the longest of them, and beside it the figure of the stage that
+committed first after it. The job holds no stream back at its sources (``fleet_workload``),
+whose pauses by design the gap would count. At the end the simulators stop, the job catches
+up and the sinks are compared with the batch recomputation: lost / extra / different.
 
     .venv/bin/python tests/perf/bench_failover.py --faults node,executor,driver,master,stall
     .venv/bin/python tests/perf/bench_failover.py --rate 100 --faults node,driver --standby hot
@@ -49,11 +52,10 @@ from pathlib import Path
 
 from fleet_workload import FleetWorkload
 from harness import (
-    batch_times,
     bench_cluster,
     discard,
     first_batches,
-    longest_pause,
+    gaps_across,
     wait_batches_after,
 )
 from ops_stack import add_stack_args, beside_stack
@@ -225,8 +227,8 @@ def beta_committed(settings: Settings) -> int:
 
 
 def stall(settings: Settings, beta: BetaProcess, seconds: float, stages: set[str]) -> str:
-    """Freeze beta for ``seconds``: when the job said so, the longest pause of any stage
-    meanwhile, and when beta's new records were committed after the thaw."""
+    """Freeze beta for ``seconds``: when the job said so, when beta's new records were
+    committed after the thaw, and the gap across the freeze (alpha flows on meanwhile)."""
     t0 = time.time()
     beta.freeze()
     detected = float("nan")
@@ -234,17 +236,18 @@ def stall(settings: Settings, beta: BetaProcess, seconds: float, stages: set[str
         if detected != detected and beta_state(settings) == "degraded":
             detected = time.time() - t0
         time.sleep(0.1)
-    now = time.time()
-    pause = max(longest_pause(ts, t0, now) for ts in batch_times(settings, JOB, stages).values())
     seen = beta_committed(settings)
     thawed = time.time()
     beta.thaw()
     deadline = time.monotonic() + 120
     while beta_committed(settings) <= seen and time.monotonic() < deadline:
         time.sleep(0.1)
+    read_again = time.time() - thawed
+    wait_batches_after(settings, JOB, thawed, stages)
+    gap = gaps_across(settings, JOB, t0, thawed, stages)
     return (
-        f"{'stall':9s} detected {detected:5.1f} s  longest pause of a stage while frozen "
-        f"{pause:4.1f} s  beta read again {time.time() - thawed:4.1f} s after the thaw"
+        f"{'stall':9s} detected {detected:5.1f} s  beta read again {read_again:4.1f} s after the "
+        f"thaw  {gap.describe()}"
     )
 
 
@@ -282,14 +285,18 @@ def fault(
         os.kill(cluster.daemons()[MASTER_NAME].pid, signal.SIGKILL)
         during = wait_recovered(settings, t0 + 1, stages)  # batches while it is down
         cluster.start()
+        back = time.time()
         recovery = known_again(settings, view.driver_id) - t0
+        wait_batches_after(settings, JOB, back, stages)
+        gap = gaps_across(settings, JOB, t0, back, stages)
         return (f"{kind:9s} batches went on ({during:.1f} s after)  known again "
-                f"{recovery:5.1f} s")  # fmt: skip
+                f"{recovery:5.1f} s  {gap.describe()}")  # fmt: skip
     else:
         t0 = time.time()
         os.kill(executor_jvm(settings), signal.SIGKILL)
         recovery = wait_recovered(settings, t0, stages)
-    line = f"{kind:9s} detected {detected:5.1f} s  recovered {recovery:5.1f} s"
+    gap = gaps_across(settings, JOB, t0, t0, stages)  # a kill: an operation of no length
+    line = f"{kind:9s} detected {detected:5.1f} s  recovered {recovery:5.1f} s  {gap.describe()}"
     if view.standby:
         took = JobRegistry(settings).view(JOB).status.took_over_from
         line += f"  (taken over by the standby: {took == view.driver_id})"

@@ -3,8 +3,10 @@ whole catalogue (``tests/support/chaos/catalogue.py``: the short campaign's, plu
 2 → 3 → 2, upgrade v1 → v2 and back, a full cluster restart switching the jar release), one
 after another on one fleet-pings job while both simulators flow, with the oracle and health
 judged after every step. Prints a line per step, then a table per fault kind: count, median
-and worst time until every stage committed again, lost / duplicated / different rows, the
-health verdicts seen while the job was down. Exits 1 if a step failed (its seed replays it).
+and worst time until every stage committed again, lost / extra / different rows (extra: keys
+a sink holds that it should not; a record counted twice in a window shows as a different
+row), the health verdicts seen while the job was down. Exits 1 if a step failed (its seed
+replays it).
 
     .venv/bin/python tests/perf/chaos_soak.py --steps 60 --seed 7
     .venv/bin/python tests/perf/chaos_soak.py --only node,node,master   # these, in order
@@ -14,6 +16,7 @@ health verdicts seen while the job was down. Exits 1 if a step failed (its seed 
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import statistics
 import sys
@@ -41,7 +44,7 @@ def _exit(signum: int, frame: object) -> None:
 
 def table(reports: list[StepReport]) -> str:
     rows = ["| fault | count | failed | every stage again: median / worst | longest gap: "
-            "median / worst | lost / dup / diff | health while down |",
+            "median / worst | lost / extra / diff | health while down |",
             "|---|---|---|---|---|---|---|"]  # fmt: skip
     for name in sorted({r.action for r in reports if not r.skipped}):
         mine = [r for r in reports if r.action == name and not r.skipped]
@@ -49,31 +52,33 @@ def table(reports: list[StepReport]) -> str:
         med = f"{statistics.median(times):.1f} / {max(times):.1f} s" if times else "-"
         gaps = [r.gap_s for r in mine if r.gap_s is not None]
         gap = f"{statistics.median(gaps):.1f} / {max(gaps):.1f} s" if gaps else "-"
-        lost = dup = diff = 0
+        lost = extra = diff = 0
         for r in mine:
-            for line in r.oracle:  # "what: N expected, M actual, a missing, b unexpected, ..."
-                lost += _count(line, "missing")
-                dup += _count(line, "unexpected")
-                diff += _count(line, "different")
+            for summary in r.oracle:
+                missing, unexpected, different = oracle_counts(summary)
+                lost, extra, diff = lost + missing, extra + unexpected, diff + different
         verdicts: dict[str, int] = {}
         for r in mine:
             for level, n in r.verdicts_down.items():
                 verdicts[level] = verdicts.get(level, 0) + n
         seen = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "-"
         rows.append(f"| {name} | {len(mine)} | {sum(not r.ok for r in mine)} | {med} | {gap} | "
-                    f"{lost} / {dup} / {diff} | {seen} |")  # fmt: skip
+                    f"{lost} / {extra} / {diff} | {seen} |")  # fmt: skip
     skipped = sorted({r.action for r in reports if r.skipped})
     if skipped:
         rows.append(f"\nskipped (their precondition did not hold): {', '.join(skipped)}")
     return "\n".join(rows)
 
 
-def _count(line: str, word: str) -> int:
-    for part in line.replace(";", ",").split(","):
-        bits = part.split()
-        if len(bits) >= 2 and bits[-1] == word and bits[-2].isdigit():
-            return int(bits[-2])
-    return 0
+_COUNTS = re.compile(r"(\d+) missing, (\d+) unexpected, (\d+) different")
+
+
+def oracle_counts(summary: str) -> tuple[int, int, int]:
+    """Rows missing, unexpected (extra: keys the sink should not hold) and different in one
+    comparison's summary (``support.oracle.Comparison.summary``: its first line holds the
+    counts, sample rows may follow on the next)."""
+    found = _COUNTS.search(summary.splitlines()[0] if summary else "")
+    return (int(found[1]), int(found[2]), int(found[3])) if found else (0, 0, 0)
 
 
 def main() -> int:

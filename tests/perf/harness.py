@@ -13,25 +13,29 @@ benchmark's cluster starts, and a spec names such a job by its module (``bench_s
 The tests' ``support`` package (e.g. fleetsim-beta as a process a benchmark can freeze) is
 importable too. What runs beside the cluster (Airflow, the dashboard, describe-ahead, as
 ``streamops up`` starts them; ``--bare``: nothing) is :mod:`ops_stack`'s; the batches a job
-committed (``status-history.jsonl``), their first ones after a moment and the longest pause
-of a stage are read here.
+committed (``status-history.jsonl``), their first ones after a moment, an operation's gap
+and the stages' backlogs are read here; what those figures mean (kept up, the gap, latency)
+is :mod:`measures`'.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+from measures import Backlog, Gap, backlog
 
 from streamops.cluster.profile import ClusterProfile
 from streamops.settings import PROJECT_ROOT, Settings
@@ -160,29 +164,75 @@ def processes() -> dict[int, tuple[str, int]]:
 
 def stage_load(rows: list[dict[str, Any]], span: float) -> tuple[float, list[float], float]:
     """Of one stage's batches committed in a window of ``span`` seconds: input rows per
-    second, the batches' durations (s), and the share of the window its batches ran. A stage
-    busy a share ``b`` of the time could take about ``1 / b`` times the rate it was offered
-    before its batches run back to back (more: each batch has a fixed cost too) - the
-    headroom the benchmarks print, beside the machine's CPU use, which bounds it too."""
+    second, the batches' durations (s), and the share of the window its batches ran (its busy
+    share, :func:`measures.headroom_estimate`)."""
     n = sum(h.get("num_input_rows") or 0 for h in rows)
     durs = [h["batch_duration_ms"] / 1000 for h in rows if h.get("batch_duration_ms")]
     return n / span, durs, sum(durs) / span
 
 
-def kept_up(processed: list[float], offered: float) -> bool:
-    """Every stage processed at least 95 % of the ``offered`` rate."""
-    return bool(processed) and min(processed) >= 0.95 * offered
+class HeadSampler(threading.Thread):
+    """What each source had offered so far (``heads``: a name and how to read it, e.g. a
+    simulator's ``emitted``), sampled every ``every`` seconds until :meth:`stop`: the
+    ``(time, head)`` samples :func:`measures.head_at` interpolates."""
+
+    def __init__(self, heads: dict[str, Callable[[], float]], every: float = 0.25) -> None:
+        super().__init__(name="head-sampler", daemon=True)
+        self.heads, self.every = heads, every
+        self.samples: dict[str, list[tuple[float, float]]] = {name: [] for name in heads}
+        self._stop_event = threading.Event()
+        self._sample()
+
+    def _sample(self) -> None:
+        for name, read in self.heads.items():
+            self.samples[name].append((time.time(), float(read())))
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.every):
+            self._sample()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+        self._sample()
 
 
-def headroom(busy: list[float], processed: list[float], offered: float) -> str:
-    """What the stages' busy shares say of the job's headroom at the ``offered`` rate, given
-    each stage's ``processed`` rate: a factor only while every stage kept up with batches
-    shorter than its trigger (otherwise only a run at a higher rate shows it)."""
-    if not busy or not kept_up(processed, offered):
-        return "none: the job fell behind the offered rate"
-    if max(busy) >= 0.95:
-        return "not shown: the batches ran back to back (run a higher rate)"
-    return f"{1 / max(busy):.2f}x (1 / the busiest stage's share)"
+_ALPHA_FILE = re.compile(r"pings-(\d+)\.csv$")
+
+
+def committed_position(record: dict[str, Any], key: str) -> float | None:
+    """Where a batch (a ``status-history`` record) left the source whose end offset has
+    ``key``: its ``sequence`` (fleetsim-beta, the trades producer) or, for ``file``
+    (fleetsim-alpha), the number of its last file."""
+    for src in record.get("sources") or []:
+        end = src.get("end_offset")
+        value = end.get(key) if isinstance(end, dict) else None
+        if value is None:
+            continue
+        if key == "file":
+            found = _ALPHA_FILE.search(str(value))
+            return float(found.group(1)) if found else None
+        return float(value)
+    return None
+
+
+def backlogs(
+    window: list[dict[str, Any]], stages: Iterable[str],
+    sources: dict[str, tuple[str, list[tuple[float, float]], float]],
+) -> list[Backlog | None]:  # fmt: skip
+    """Per stage and source, its :class:`measures.Backlog` over the ``window``'s batches (the
+    history records committed in it). ``sources``: per source name, the key of its position in
+    an end offset (:func:`committed_position`), its head samples (:class:`HeadSampler`) and
+    its offered rate, in the same units."""
+    out = []
+    for stage in stages:
+        mine = [h for h in window if h["stage"] == stage]
+        longest = max((h.get("batch_duration_ms") or 0 for h in mine), default=0) / 1000
+        for name, (key, heads, rate) in sources.items():
+            commits = [(float(h["last_batch_at"]), p) for h in mine
+                       if (p := committed_position(h, key)) is not None]  # fmt: skip
+            out.append(backlog(stage, name, heads, commits, rate, longest))
+    return out
 
 
 def discard(root: Path, keep: bool = False) -> None:
@@ -192,6 +242,12 @@ def discard(root: Path, keep: bool = False) -> None:
         print(f"kept {root}", flush=True)
         return
     shutil.rmtree(root, ignore_errors=True)
+
+
+NO_HOLDBACK = {"beta_min_records_per_batch": 0, "alpha_min_files_per_batch": 0}
+"""fleet-pings' args that hold no stream back at its sources: a slow stream held back pauses
+up to ``max_batch_delay`` between batches by design, which a gap (:class:`measures.Gap`)
+would count. The benchmarks that measure a gap run without it."""
 
 
 def fleet_spec(
@@ -258,25 +314,12 @@ def batch_times(settings: Settings, job: str, stages: Iterable[str] = ()) -> dic
     return {stage: sorted(times) for stage, times in out.items()}
 
 
-def longest_pause(times: list[float], start: float, end: float) -> float:
-    """The longest interval between consecutive points of ``start``, the ``times`` between
-    ``start`` and ``end``, and ``end``: how long a stage committed nothing at most."""
-    points = [start, *(t for t in sorted(times) if start < t < end), end]
-    return max(b - a for a, b in pairwise(points))
-
-
-def gaps_across(
-    settings: Settings, job: str, t0: float, t1: float, stages: Iterable[str]
-) -> dict[str, float]:
-    """Per stage, the longest interval without a committed batch across ``[t0, t1]`` (an
-    operation's start and end): between its last batch at or before ``t0`` and its first
-    after ``t1``, each interval between consecutive batches. Every stage must have committed
-    a batch after ``t1`` (:func:`wait_batches_after`)."""
-    out = {}
-    for stage, times in batch_times(settings, job, stages).items():
-        before = [t for t in times if t <= t0]
-        after = [t for t in times if t > t1]
-        if not after:
-            raise SystemExit(f"stage {stage} of {job} committed no batch after {t1:.1f}")
-        out[stage] = longest_pause(times, before[-1] if before else t0, after[0])
-    return out
+def gaps_across(settings: Settings, job: str, t0: float, t1: float, stages: Iterable[str]) -> Gap:
+    """The :class:`measures.Gap` of ``stages`` of ``job`` across ``[t0, t1]`` (an operation's
+    start and end), from the batches they committed. Every stage must have committed a batch
+    after ``t1`` (:func:`wait_batches_after`)."""
+    times = batch_times(settings, job, stages)
+    try:
+        return Gap.across({s: times.get(s, []) for s in stages}, t0, t1)
+    except ValueError as exc:
+        raise SystemExit(f"{job}: {exc}") from None

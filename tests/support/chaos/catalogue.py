@@ -146,10 +146,11 @@ def store_down(world: ChaosWorld, rng: random.Random) -> Inflicted:
     batches wait and retry, the job stays up, nothing is written twice."""
     assert world.store_link is not None
     seconds = rng.uniform(20, 40)
+    at = time.time()
     world.store_link.cut()
     time.sleep(seconds)
     world.store_link.restore()
-    return Inflicted(time.time(), f"the store's PostgreSQL unreachable {seconds:.0f} s")
+    return Inflicted(at, f"the store's PostgreSQL unreachable {seconds:.0f} s")
 
 
 def beta_restart(world: ChaosWorld, rng: random.Random) -> Inflicted:

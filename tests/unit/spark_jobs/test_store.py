@@ -9,10 +9,11 @@ disposed at teardown.
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,83 @@ def test_stats_replay_is_idempotent(db: Store) -> None:
     held = store.read_table(db.engine, store.vehicle_stats)
     assert sorted((r["window_start"], r["pings"]) for r in held) == [(60.0, 1), (120.0, 2),
                                                                        (180.0, 3)]  # fmt: skip
+
+
+# --- updated_at: the database's clock when it writes the row ----------------------------
+def series_row(end_ms: int) -> dict[str, Any]:
+    return {"series": "avg-1s", "symbol": "ACME", "window_end_ms": end_ms,
+            "window_start_ms": end_ms - 1000, "value": 10.5, "trades": 3}  # fmt: skip
+
+
+def hold_writes(db: Store, table: str) -> Callable[[], None]:
+    """Another connection holding ``table`` against writes (SQLite: the database's write
+    lock; PostgreSQL: the table locked); returns how to let go."""
+    if db.dialect == "sqlite":
+        raw = sqlite3.connect(make_url(db.url).database or "", isolation_level=None)
+        raw.execute("BEGIN IMMEDIATE")
+
+        def let_go_sqlite() -> None:
+            raw.execute("ROLLBACK")
+            raw.close()
+
+        return let_go_sqlite
+    engine = create_engine(db.url)
+    conn = engine.connect()
+    conn.execute(text(f"LOCK TABLE {table} IN EXCLUSIVE MODE"))
+
+    def let_go_postgresql() -> None:
+        conn.rollback()
+        conn.close()
+        engine.dispose()
+
+    return let_go_postgresql
+
+
+@pytest.mark.parametrize("table", ["vehicles", "trade_series"])
+def test_updated_at_is_stamped_when_the_row_is_written(db: Store, table: str) -> None:
+    """A write held back by another writer stamps its rows when it writes them, after the
+    other let go, not when it was asked (the latency the benchmarks read from ``updated_at``
+    would end too early)."""
+    store.engine_for(db.url, [*store.FLEET_TABLES, store.trade_series])  # no DDL under the lock
+    ping = fleet_pings(rounds=1, vehicles=1)[0][0]
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            if table == "vehicles":
+                store.upsert_vehicles(db.engine, [vehicle_row(ping)], "1")
+            else:
+                store.upsert_series(db.engine, [series_row(1_700_000_001_000)])
+        except BaseException as exc:  # re-raised below, in the test's thread
+            failed.append(exc)
+
+    let_go = hold_writes(db, table)
+    writer = threading.Thread(target=write)
+    try:
+        writer.start()
+        time.sleep(1.0)  # the write is asked meanwhile and waits (not an assertion)
+        released = time.time()
+    finally:
+        let_go()
+    writer.join(60)
+    assert not writer.is_alive() and not failed, failed
+    (row,) = store.read_table(db.engine, getattr(store, table))
+    # the database's clock: SQLite's in whole milliseconds
+    assert released - 0.002 <= row["updated_at"] <= time.time()
+
+
+def test_updated_at_moves_only_with_the_row(db: Store) -> None:
+    """A replayed (older) ping leaves the row and its stamp as they were; a newer one
+    restamps it."""
+    first, second = fleet_pings(rounds=2, vehicles=1)
+    store.upsert_vehicles(db.engine, [vehicle_row(first[0])], "1")
+    (stamped,) = store.read_table(db.engine, store.vehicles)
+    store.upsert_vehicles(db.engine, [vehicle_row(first[0])], "1")
+    assert store.read_table(db.engine, store.vehicles) == [stamped]
+    store.upsert_vehicles(db.engine, [vehicle_row(second[0])], "1")
+    (newer,) = store.read_table(db.engine, store.vehicles)
+    assert newer["updated_at"] >= stamped["updated_at"]
+    assert newer["sequence"] == second[0].sequence
 
 
 # --- quarantine ----------------------------------------------------------------------------
