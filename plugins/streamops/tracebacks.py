@@ -8,7 +8,6 @@ innermost line of the project's own code that called it is named too.
 
 from __future__ import annotations
 
-import sys
 import sysconfig
 import traceback
 from pathlib import Path
@@ -26,13 +25,13 @@ def _is_library(filename: str) -> bool:
 
 
 def _short(filename: str) -> str:
-    """``filename`` relative to the longest import root holding it (its module's path)."""
+    """``filename`` as its module's path: relative to the first folder above it that is not a
+    package (no ``__init__.py``), so it reads the same whatever ``sys.path`` holds."""
     path = Path(filename).resolve()
-    roots = sorted((Path(p).resolve() for p in sys.path if p), key=lambda r: -len(r.parts))
-    for root in roots:
-        if path.is_relative_to(root):
-            return path.relative_to(root).as_posix()
-    return path.name
+    root = path.parent
+    while (root / "__init__.py").exists() and root.parent != root:
+        root = root.parent
+    return path.relative_to(root).as_posix()
 
 
 def raised_at(exc: BaseException) -> str:
