@@ -7,8 +7,6 @@ tests/unit/streamops/test_alerts.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,12 +23,6 @@ pytestmark = pytest.mark.usefixtures("airflow_db")
 CONF = {"expected_workers": 0}
 
 
-@pytest.fixture
-def settings(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[Settings]:
-    settings = Settings.from_env({}, state_root=str(tmp_path / "state"),
-                                 master_webui_port=free_port(), rest_port=free_port())  # fmt: skip
-    with environ_set(settings.to_env()):
-        yield settings
 
 
 def boom(obs: Observation) -> list[CheckResult]:

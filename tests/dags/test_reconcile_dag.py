@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from support.airflow_fixture import environ_set
@@ -24,12 +22,6 @@ from streamops_airflow.notifiers import NOTIFICATIONS
 pytestmark = pytest.mark.usefixtures("airflow_db")
 
 
-@pytest.fixture
-def settings(tmp_path: Path, free_port: Callable[[], int]) -> Iterator[Settings]:
-    settings = Settings.from_env({}, state_root=str(tmp_path / "state"),
-                                 master_webui_port=free_port(), rest_port=free_port())  # fmt: skip
-    with environ_set(settings.to_env()):
-        yield settings
 
 
 def test_a_green_pass_then_a_failed_pass_notifies(settings: Settings) -> None:
