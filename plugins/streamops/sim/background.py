@@ -7,7 +7,8 @@ down`` stops it too and ``up`` finds it running. It runs ``streamops sim <sim>``
 root's defaults (beta's and trades' log under ``<state>/data/``, so a restart keeps the
 stream; the transactions producer's store is ``<state>/transactions.db``), then the flags it
 was last started with (by ``streamops up`` or ``sim start``: its
-rate, vehicles and journal are kept in ``<state>/services/fleetsim-<sim>.options``), then the
+rate, vehicles and journal are kept in ``<state>/services/fleetsim-<sim>.options`` once it started
+with them, a flag given again replacing its value), then the
 options given, which win. Stopping is SIGTERM, up to 10 s for the simulator
 to close its files, then SIGKILL of its group. The status reads the port the simulator
 logged it serves on, and the records it emitted from its ``/head`` (servers) or its last
@@ -96,6 +97,22 @@ def remember(settings: Settings, sim: str, options: Sequence[str]) -> None:
     path.write_text(json.dumps(list(options)), encoding="utf-8")
 
 
+def merged(before: Sequence[str], now: Sequence[str]) -> list[str]:
+    """The flags ``before``, each replaced by its value in ``now`` where ``now`` gives it
+    again, then the new ones of ``now``: a flag is the ``--name`` and the values up to the
+    next ``--``."""
+    flags: dict[str, list[str]] = {}
+    for options in (before, now):
+        name = ""
+        for token in options:
+            if token.startswith("--"):
+                name = token.split("=", 1)[0]
+                flags[name] = [token]
+            else:
+                flags.setdefault(name, []).append(token)
+    return [token for tokens in flags.values() for token in tokens]
+
+
 def remembered(settings: Settings, sim: str) -> list[str]:
     """The flags ``sim`` was last started with (none if it never was)."""
     try:
@@ -164,13 +181,13 @@ def start(
     service = service_name(sim)
     if running_service(settings, service) is not None:
         return _status(settings, sim), False
-    options = [*remembered(settings, sim), *options]  # the flags given now win
+    options = merged(remembered(settings, sim), options)  # the flags given now win
     record = start_service(settings, service, command(settings, sim, options))
-    remember(settings, sim, options)
     deadline = time.monotonic() + timeout
     while True:
         found = _status(settings, sim)
         if found.running and _ready(found, record):
+            remember(settings, sim, options)  # only flags it started with (not --help, say)
             return found, True
         if not found.running:
             last = tail(Path(record.log), offset=record.log_offset)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from streamops.cli import main
+from streamops.exceptions import SimulatorError
 from streamops.processes import pid_alive
 from streamops.settings import Settings
 from streamops.sim import background
@@ -94,3 +95,24 @@ def test_sim_start_status_stop_start(
 
 def test_an_unknown_simulator_is_refused(state_root: Path) -> None:
     assert main(["--state-root", str(state_root), "sim", "stop", "gamma"]) == 2
+
+
+def test_a_start_that_fails_is_not_remembered_and_flags_do_not_pile_up(
+    state_root: Path, capsys: pytest.CaptureFixture[str], free_port: Callable[[], int]
+) -> None:
+    """``sim start beta --help`` (the simulator prints its usage and exits) must not become
+    the flags of every later start; flags given again replace the remembered ones."""
+    settings = Settings.from_env({}, state_root=str(state_root))
+    with pytest.raises(SimulatorError, match="exited at start"):
+        background.start(settings, "beta", ["--help"])
+    assert background.remembered(settings, "beta") == []
+
+    port = free_port()
+    try:
+        cli(state_root, capsys, "sim", "start", "beta", "--port", str(port), "--rate", "50")
+        cli(state_root, capsys, "sim", "stop", "beta")
+        cli(state_root, capsys, "sim", "start", "beta", "--rate", "60")
+        assert wait_emitted(state_root, capsys)["port"] == port
+    finally:
+        cli(state_root, capsys, "sim", "stop", "beta")
+    assert background.remembered(settings, "beta") == ["--port", str(port), "--rate", "60"]
