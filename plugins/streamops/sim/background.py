@@ -113,6 +113,40 @@ def merged(before: Sequence[str], now: Sequence[str]) -> list[str]:
     return [token for tokens in flags.values() for token in tokens]
 
 
+PATH_FLAGS = frozenset({"--journal", "--data-dir", "--dir", "--pause-file"})
+"""Flags whose value is a path: made absolute where they are typed (the service runs in its
+log's folder)."""
+
+
+def absolute_paths(options: Sequence[str], base: Path | None = None) -> list[str]:
+    """``options`` with the value of each path flag (and a relative SQLite ``--store-url``)
+    resolved against ``base`` (the caller's working directory), so ``sim start transactions
+    --journal j.jsonl`` writes ``./j.jsonl`` of the terminal it was typed in, not of the
+    service's folder."""
+    where = base or Path.cwd()
+    out: list[str] = []
+    name = ""
+    for token in options:
+        if token.startswith("--"):
+            name, eq, value = token.partition("=")
+            out.append(f"{name}={_absolute(name, value, where)}" if eq else token)
+            continue
+        out.append(_absolute(name, token, where))
+        name = ""
+    return out
+
+
+def _absolute(name: str, value: str, base: Path) -> str:
+    if name in PATH_FLAGS and value and not Path(value).is_absolute():
+        return str((base / value).resolve())
+    prefix = "sqlite:///"
+    if name == "--store-url" and value.startswith(prefix):
+        path = value[len(prefix):]
+        if path and not path.startswith("/") and not path.startswith(":memory:"):
+            return prefix + str((base / path).resolve())
+    return value
+
+
 def remembered(settings: Settings, sim: str) -> list[str]:
     """The flags ``sim`` was last started with (none if it never was)."""
     try:
@@ -181,7 +215,8 @@ def start(
     service = service_name(sim)
     if running_service(settings, service) is not None:
         return _status(settings, sim), False
-    options = merged(remembered(settings, sim), options)  # the flags given now win
+    # the flags given now win; their paths are the caller's, not the service folder's
+    options = merged(remembered(settings, sim), absolute_paths(options))
     record = start_service(settings, service, command(settings, sim, options))
     deadline = time.monotonic() + timeout
     while True:

@@ -116,3 +116,37 @@ def test_a_start_that_fails_is_not_remembered_and_flags_do_not_pile_up(
     finally:
         cli(state_root, capsys, "sim", "stop", "beta")
     assert background.remembered(settings, "beta") == ["--port", str(port), "--rate", "60"]
+
+
+def test_a_relative_journal_is_the_callers_path_not_the_service_folders(
+    state_root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``sim start transactions --journal j.jsonl`` typed in a folder writes ``j.jsonl``
+    there: the service runs in its log's folder, so a relative path is made absolute where
+    it was typed (and remembered so)."""
+    here = tmp_path / "terminal"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    settings = Settings.from_env({}, state_root=str(state_root))
+    try:
+        cli(state_root, capsys, "sim", "start", "transactions", "--journal", "j.jsonl",
+            "--rate", "40")
+        deadline = time.monotonic() + 30
+        while not (here / "j.jsonl").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        cli(state_root, capsys, "sim", "stop", "transactions")
+    assert (here / "j.jsonl").stat().st_size > 0
+    assert not list(settings.layout.logs_dir.glob("*.jsonl"))
+    assert background.remembered(settings, "transactions")[:2] == [
+        "--journal", str(here / "j.jsonl")]
+
+
+def test_absolute_paths_leave_other_flags_and_absolute_values_alone() -> None:
+    base = Path("/base")
+    assert background.absolute_paths(
+        ["--rate", "5", "--data-dir=d", "--journal", "/abs/j", "--store-url", "sqlite:///t.db",
+         "--pause-file", "p"], base,
+    ) == ["--rate", "5", "--data-dir=/base/d", "--journal", "/abs/j",
+          "--store-url", "sqlite:////base/t.db", "--pause-file", "/base/p"]
