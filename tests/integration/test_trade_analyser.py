@@ -9,7 +9,7 @@ stops and every stage has read up to its end: every
 ``avg-1s`` window equals the recomputation over all trades (v1's state went on in v2), and
 ``avg-1m`` / ``vol-1s`` equal the recomputation over the trades after the savepoint's position
 (the new stages start there, with empty state). The producer's event times never go back, so
-nothing is late. Marked ``slow``: ``./scripts/test.sh -m slow``.
+nothing is late. Marked ``slow`` (in the default run; alone: ``./scripts/test.sh -m slow``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The longer procedures across hosts (network namespaces, as ``test_multihost.py``), driven
 as users drive them: through the DAGs of an Airflow that runs on the master's host (its
 embedded PostgreSQL, api-server, scheduler, dag-processor and triggerer there, at that host's
-address), triggered over its REST API from the operator's machine. Kept out of the default
-run (``slow``): ``./scripts/test.sh -m multihost tests/multihost``.
+address), triggered over its REST API from the operator's machine. In the default run
+(``slow``); the multi-host modules alone: ``./scripts/test.sh -m multihost tests/multihost``.
 
 - ``savepoint_and_upgrade`` v1 → v2 with a warm standby: the standby's driver started on a
   host the master picks, armed, then released from the savepoint; the hosts of the old and
