@@ -62,8 +62,10 @@ def local_session(spec: JobSpec) -> Any:
 
 
 def describe(spec: JobSpec, state_root: str) -> dict[str, Any]:
+    from spark_jobs.runtime import job_code
     from spark_jobs.runtime.context import JobContext
 
+    job_code.on_path(spec)
     module = importlib.import_module(spec.entrypoint)
     spark = local_session(spec)
     try:

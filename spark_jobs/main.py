@@ -31,7 +31,7 @@ from types import ModuleType
 from pyspark.sql import SparkSession
 
 from spark_jobs.forkserver import server as forkserver
-from spark_jobs.runtime import hot_roles, hot_standby, standby, supervision
+from spark_jobs.runtime import hot_roles, hot_standby, job_code, standby, supervision
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
@@ -124,6 +124,7 @@ def run(
     args: argparse.Namespace, spec: JobSpec, started: float, forks: forkserver.ForkServer | None
 ) -> int:
     layout = StateLayout.at(args.state_root)
+    job_code.on_path(spec)  # a job's own code, published under the state root
     # the job's module imports (SQLAlchemy, its sources) while the JVM builds the session
     importing = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="import")
     module_ready = importing.submit(importlib.import_module, spec.entrypoint)
@@ -161,6 +162,7 @@ def run(
     if secret := os.environ.get(AUTH_SECRET_ENV):  # the cluster's RPC secret, from the worker
         builder = builder.config("spark.authenticate.secret", secret)
     spark = builder.getOrCreate()
+    job_code.ship(spark, spec)
     log.info("job %s v%s: Spark session up after %.1fs", spec.name, spec.version,
              time.monotonic() - started)  # fmt: skip
     if forks is not None:

@@ -6,7 +6,8 @@ DAG's ``plan`` task) and again when the upgrade itself plans; a rolled-back or r
 is often tried again. A description depends on the spec and on the code that builds it, so it
 is kept under ``<state>/describe-cache/<key>.json``, the key a hash of the whole spec (its
 version included, its mappings in sorted order) and of the size and modification time of
-every Python file of the jobs' package and of the entrypoint's own module. Edit a job's code
+every Python file of the jobs' package and of the entrypoint's own module (every file of a
+job's own ``code`` folder). Edit a job's code
 or its spec and the key changes. The newest :data:`KEEP` descriptions are kept.
 """
 
@@ -19,6 +20,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from streamops import job_code
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec
 from streamops.state.layout import read_json, write_json_atomic
@@ -27,8 +29,11 @@ log = logging.getLogger("streamops.describe_cache")
 KEEP = 20
 
 
-def _code_files(entrypoint: str) -> list[Path]:
+def _code_files(spec: JobSpec) -> list[Path]:
+    entrypoint = spec.entrypoint
     files = sorted((PROJECT_ROOT / "spark_jobs").rglob("*.py"))
+    if spec.code and Path(spec.code).is_dir():  # a job's own code: every file of its folder
+        files.extend(job_code.code_files(Path(spec.code)))
     try:
         found = importlib.util.find_spec(entrypoint)
     except (ImportError, ValueError):
@@ -43,7 +48,7 @@ def key(spec: JobSpec) -> str:
     # the spec's fields in a canonical order: a spec that went through a store that reorders
     # mapping keys (Airflow's XCom in PostgreSQL's JSONB, shorter keys first) is the same spec
     digest = hashlib.sha256(json.dumps(spec.model_dump(mode="json"), sort_keys=True).encode())
-    for path in _code_files(spec.entrypoint):
+    for path in _code_files(spec):
         try:
             stat = path.stat()
         except OSError:

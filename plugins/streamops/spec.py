@@ -68,6 +68,12 @@ class JobSpec(BaseModel):
     name: str
     version: str = Field(min_length=1, max_length=64)
     entrypoint: str = Field(description="module with a build(ctx) function, e.g. spark_jobs.x")
+    code: str | None = Field(
+        default=None,
+        description="a folder holding the job's own code, outside this project: the "
+        "entrypoint is imported from it. Relative to the spec file; shipped to the cluster "
+        "as a zip under the state root, named by the hash of its content",
+    )
     description: str = ""
     args: dict[str, str | int | float | bool] = Field(default_factory=dict)
     processing_guarantee: ProcessingGuarantee = ProcessingGuarantee.EXACTLY_ONCE
@@ -190,7 +196,14 @@ def spec_from_dict(data: Any, source: str = "<spec>") -> JobSpec:
 def load_spec(path: str | Path) -> JobSpec:
     """Load and validate a job spec YAML file; every bad field is named in the error."""
     p = Path(path)
-    return spec_from_dict(read_yaml(p, "job spec "), source=str(p))
+    spec = spec_from_dict(read_yaml(p, "job spec "), source=str(p))
+    if spec.code is None or spec.code.endswith(".zip"):
+        return spec
+    folder = (p.parent / spec.code).resolve()  # relative to the spec file
+    if not folder.is_dir():
+        raise ConfigError(f"{p}: code: {folder} is not a folder (the job's own code, "
+                          "relative to the spec file)")  # fmt: skip
+    return spec.model_copy(update={"code": str(folder)})
 
 
 def encode_spec(spec: JobSpec) -> str:

@@ -129,6 +129,7 @@ class JobContext:
         sc = self.spark.sparkContext
         return {
             "version": self.spec.version,
+            "code": Path(self.spec.code).name if self.spec.code else None,
             "driver_id": cwd if _DRIVER_ID.match(cwd) else None,
             "app_id": sc.applicationId,
             "host": this_host(),

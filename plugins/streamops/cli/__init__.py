@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         job_cmds,
         restart_cmds,
         savepoint_cmds,
+        scaffold_cmds,
         scale_cmds,
         sim_cmds,
         stack_cmds,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     restart_cmds.register(sub)
     dashboard_cmds.register(sub)
     declarative_cmds.register(sub)
+    scaffold_cmds.register(sub)
     return parser
 
 

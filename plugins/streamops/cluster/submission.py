@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from streamops import job_code
 from streamops.cluster import rpc_auth
 from streamops.cluster.class_archives import ClassArchives
 from streamops.cluster.client import MasterClient, submission_request
@@ -97,7 +98,9 @@ def build_submission(
     spec: JobSpec, settings: Settings, *, extra_args: tuple[str, ...] = ()
 ) -> Submission:
     """The submission of ``spec``: PythonRunner runs ``spark_jobs/main.py`` in the driver;
-    its JVMs map the cluster's class archives when they have been trained."""
+    its JVMs map the cluster's class archives when they have been trained. A job's own code
+    (``code``) is published to the state root first (:mod:`streamops.job_code`)."""
+    spec = job_code.publish(spec, settings.layout)
     res = spec.resources
     props = {
         **DEFAULT_CONF,
@@ -120,7 +123,7 @@ def build_submission(
     hot = ("--settings-b64", settings.to_b64()) if spec.standby == "hot" else ()
     app_args = (
         str(driver_script()),
-        "",  # PythonRunner's second argument: extra py-files (none; the code is installed)
+        "",  # PythonRunner's second argument: extra py-files (none: main.py adds a job's code)
         "--spec-b64",
         encode_spec(spec),
         "--state-root",

@@ -163,6 +163,7 @@ class JobStatus(_Part):
     sources_state: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # who runs the job (``spark_jobs.runtime.context``; a hot standby's takeover)
     version: str | None = None
+    code: str | None = None  # a job's own code: the zip it runs (``streamops.job_code``)
     driver_id: str | None = None
     app_id: str | None = None
     host: str | None = None

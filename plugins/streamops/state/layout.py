@@ -12,6 +12,7 @@ cache, the trades' data and the cluster's secrets name their own, under the root
     <root>/jobs/<job>/drivers.jsonl            one line per driver start (relaunches included)
     <root>/jobs/<job>/control/<id>.json        control requests (+ <id>.result.json)
     <root>/jobs/<job>/lease.json               fencing lease
+    <root>/code/<job>/<job>-<hash>.zip         a job's own code, one zip per version
     <root>/cluster/                            pid files, recovery dir, worker dirs, logs
     <root>/cluster/agents/<node>.json          node agents: url, role, pid (the agent registry)
     <root>/cluster/agent.token                 bearer token of the node agents (mode 0600)
@@ -58,6 +59,10 @@ class StateLayout:
 
     def checkpoint(self, job: str, stage: str) -> Path:
         return self.job_checkpoints(job) / check_name("stage", stage)
+
+    def code_zip(self, job: str, digest: str) -> Path:
+        """One version of a job's own code (``streamops.job_code``)."""
+        return self.root / "code" / check_name("job", job) / f"{job}-{digest}.zip"
 
     @property
     def jobs_dir(self) -> Path:
