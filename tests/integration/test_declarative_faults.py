@@ -1,5 +1,5 @@
-"""Faults in combination in the middle of a declarative upgrade, kept out of the default run
-(``slow``, in the default run; alone: ``./scripts/test.sh tests/integration/test_declarative_faults.py``).
+"""Faults in combination in the middle of a declarative upgrade (``slow``, in the default run;
+alone: ``./scripts/test.sh tests/integration/test_declarative_faults.py``).
 
 v1 deployed and running → v2 applied and a reconcile pass (``streamops reconcile``, its own
 process) upgrading it → once the upgrade has asked for its savepoint, the master killed
