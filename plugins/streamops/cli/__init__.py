@@ -64,10 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        from streamops.cli.queueing import refuse_if_busy
         from streamops.procedures.job_lease import acting_as
         from streamops.settings import Settings
 
         settings = Settings.from_env(state_root=args.state_root)
+        refuse_if_busy(args, settings)
         with acting_as("cli", wait=getattr(args, "lease_wait", 0.0)):
             return int(args.handler(args, settings) or 0)
     except StreamopsError as exc:

@@ -50,14 +50,15 @@ def test_two_cli_restarts_of_one_job_at_once_the_second_is_refused_naming_the_fi
 
 def test_wait_queues_behind_the_holder(tmp_path: Path) -> None:
     first = operators.start(tmp_path, "first", *RESTART)
-    operators.gate_path(tmp_path, "second").touch()
-    second = operators.start(tmp_path, "second", *RESTART, "--wait", "60")
-    with operators.stopped_at_the_end(first, second):
+    with operators.stopped_at_the_end(first):
         first.wait_at_submit()
-        time.sleep(1.0)
-        assert second.proc.poll() is None  # queued, not refused
-        assert first.finish()[0] == 0
-        code, err = second.finish()
+        operators.gate_path(tmp_path, "second").touch()
+        second = operators.start(tmp_path, "second", *RESTART, "--wait", "60")
+        with operators.stopped_at_the_end(second):
+            time.sleep(1.5)
+            assert second.proc.poll() is None  # queued, not refused
+            assert first.finish()[0] == 0
+            code, err = second.finish()
     assert code == 0, err
     assert "is busy" in err and "waiting up to" in err
 
@@ -117,3 +118,26 @@ def test_a_long_error_is_summarised() -> None:
     line = summarised(f"driver failed to start: {command}")
     assert len(line) < 800 and line.startswith("driver failed to start: spark-submit")
     assert "characters cut; run with -v" in line
+
+
+def test_each_procedure_refuses_a_busy_job_before_it_records_anything(tmp_path: Path) -> None:
+    """The procedures' own hold, past the CLI's early refusal: the python API, the rollback,
+    the handover and the rebalance meet it."""
+    from support.restart_fake import install, settings_at
+
+    from streamops.procedures.entry_points import cancel_job, restart_job, savepoint_job
+
+    cluster = install(settings_at(tmp_path))
+    first = operators.start(tmp_path, "first", *RESTART)
+    with operators.stopped_at_the_end(first):
+        first.wait_at_submit()
+        before = STORE.read(cluster.ops, JOB)
+        with acting_as("cli", "second"):
+            for attempt in (lambda: restart_job(cluster.ops, JOB, "savepoint"),
+                            lambda: cancel_job(cluster.ops, JOB),
+                            lambda: savepoint_job(cluster.ops, JOB, "sp", cancel=True)):
+                with pytest.raises(JobBusy, match=f"cli run cli-{first.proc.pid}"):
+                    attempt()
+        assert STORE.read(cluster.ops, JOB) == before and cluster.calls == []
+        code, err = first.finish()
+    assert code == 0, err
