@@ -21,8 +21,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("job")
     p.add_argument(
-        "--mode", type=choice_of("streamops.procedures.restart", "MODES"), default="savepoint",
-        metavar="MODE", help="savepoint: graceful (default); last-checkpoint: "
+        "--mode", type=choice_of("streamops.procedures.restart", "MODES", "savepoint"),
+        default="savepoint", metavar="MODE", help="savepoint: graceful (default); last-checkpoint: "
         "for a job too sick to savepoint",
     )  # fmt: skip
     p.add_argument("--savepoint", help="savepoint name (savepoint mode; default: generated)")

@@ -45,7 +45,8 @@ def register(sub: Any) -> None:
             p.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT,
                            help="health wait, seconds")
             p.add_argument(
-                "--standby", type=choice_of("streamops.procedures.standby", "STANDBY_MODES"),
+                "--standby",
+                type=choice_of("streamops.procedures.standby", "STANDBY_MODES", "auto"),
                 default="auto", metavar="MODE",
                 help="warm: start the new version's driver as a warm standby "
                 "before stopping the old one (a gap of seconds; needs a free core for it); "
