@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from support import operators
-from support.restart_fake import JOB, FakeCluster, install, settings_at
+from support.restart_fake import JOB, FakeCluster, as_dag_task, install, settings_at
 
 from streamops.state import op_lease
 from streamops_airflow import job_groups as groups
@@ -22,11 +22,7 @@ CTX = {"job": JOB, "mode": "savepoint", "savepoint": "sp-dag"}
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    cluster = install(settings_at(tmp_path))
-    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": RUN})
-    monkeypatch.setattr("streamops_airflow.hooks.ops_operations", lambda *_: cluster.ops)
-    monkeypatch.setattr("streamops_airflow.hooks.ops_settings", lambda *_: cluster.settings)
-    return cluster
+    return as_dag_task(monkeypatch, install(settings_at(tmp_path)), RUN)
 
 
 def test_a_cli_upgrade_while_a_dag_run_holds_the_job_is_refused_naming_the_run(
