@@ -16,6 +16,7 @@ and what to do about it::
     ├── JobError               a job-level operation failed
     │   ├── JobAlreadyRunning  a live instance of the job name exists (submit refused)
     │   ├── JobNotFound        no job of that name is known
+    │   ├── JobBusy            another live operation holds the job (names it; --wait queues)
     │   ├── UpgradeRefused     the upgrade's plan is not allowed; nothing was stopped
     │   ├── UpgradeFailed      an upgrade cannot go on (rolled back when it stopped the job)
     │   └── RestartFailed      a restart cannot go on (no intent, another owner's, finished)
@@ -88,6 +89,16 @@ class JobAlreadyRunning(JobError):
 
 class JobNotFound(JobError):
     """No job of that name is known to the state root or the cluster."""
+
+
+class JobBusy(JobError):
+    """Another live operation holds the job's operation lease; nothing was changed. The
+    message names the holder (role, run, pid, host), its procedure and step and since when;
+    ``holder`` is its lease record."""
+
+    def __init__(self, message: str, holder: object = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class UpgradeRefused(JobError):

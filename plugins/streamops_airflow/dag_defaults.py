@@ -11,6 +11,8 @@ from typing import Any
 
 import pendulum
 
+from streamops_airflow.procedure_tasks import release_run_leases
+
 START_DATE = pendulum.datetime(2026, 1, 1, tz="UTC")
 
 
@@ -21,6 +23,9 @@ def manual_dag(*tags: str, retries: int = 1, retry_delay_s: int = 20) -> dict[st
         "catchup": False,
         "max_active_runs": 1,
         "tags": ["streamops", *tags],
+        # a run's job operation leases (taken by its tasks) are given up when it ends
+        "on_success_callback": release_run_leases,
+        "on_failure_callback": release_run_leases,
         "default_args": {
             "owner": "streamops",
             "retries": retries,

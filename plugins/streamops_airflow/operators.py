@@ -25,15 +25,16 @@ from airflow.sdk import Context
 from streamops.cluster import rpc_auth
 from streamops.cluster.spark_home import check_spark_install
 from streamops.cluster.submission import Submission
-from streamops.exceptions import JobAlreadyRunning, JobError, StreamopsError
+from streamops.exceptions import JobAlreadyRunning, JobBusy, JobError, StreamopsError
 from streamops.procedures.deploy import start_job
+from streamops.procedures.job_lease import acting_as
 from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import load_spec
 from streamops_airflow import hooks
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook
-from streamops_airflow.procedure_tasks import run_owner
+from streamops_airflow.procedure_tasks import lease_run, run_owner
 from streamops_airflow.triggers import defer_until_healthy, health_outcome
 
 __all__ = ["StandaloneClusterSubmitHook", "StreamingSparkSubmitOperator", "run_owner"]
@@ -111,9 +112,10 @@ class StreamingSparkSubmitOperator(SparkSubmitOperator):
         except StreamopsError as exc:
             raise ProcedureFailed(str(exc)) from exc
         try:
-            driver_id = start_job(hooks.ops_operations(self.spark_standalone_conn_id), spec,
-                                  owner=run_owner(context), transport=self._spark_submit)
-        except JobAlreadyRunning as exc:
+            with acting_as("dag", lease_run(context)):  # the job's operation lease: this run's
+                driver_id = start_job(hooks.ops_operations(self.spark_standalone_conn_id), spec,
+                                      owner=run_owner(context), transport=self._spark_submit)
+        except (JobAlreadyRunning, JobBusy) as exc:
             raise ProcedureFailed(str(exc)) from exc
         if not self.wait_for_healthy:
             return driver_id

@@ -11,6 +11,7 @@ to its code by the function it names.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context
@@ -33,22 +34,59 @@ def this_run() -> str:
     return run_owner(get_current_context())
 
 
+def lease_run(context: Context | dict[str, Any]) -> str:
+    """The run that holds a job's operation lease for a DAG run: ``<dag>/<run>``."""
+    ti = context["ti"]
+    return f"{ti.dag_id}/{ti.run_id}"
+
+
 def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
-             **kwargs: Any) -> Any:  # fmt: skip
-    """``step(ops, *args, **kwargs)`` with this task's operations port; an error of
-    ``fatal`` fails the task with its reason, without a retry."""
+             job: str | None = None, **kwargs: Any) -> Any:  # fmt: skip
+    """``step(ops, *args, **kwargs)`` with this task's operations port, acting as this DAG
+    run; with ``job``, holding that job's operation lease for the DAG run (taken by its first
+    task, renewed by each, given up by the DAG's callbacks: :func:`release_run_leases`). An
+    error of ``fatal`` fails the task with its reason, without a retry; so does a job busy
+    with another operation (``JobBusy``, naming its holder)."""
+    from airflow.sdk import get_current_context
+
+    from streamops.exceptions import JobBusy
+    from streamops.procedures.job_lease import acting_as, job_operation, note_step
     from streamops_airflow import hooks
 
+    ops = hooks.ops_operations()
     try:
-        return step(hooks.ops_operations(), *args, **kwargs)
-    except fatal as exc:
+        with ExitStack() as hold:
+            if job is not None:
+                context = get_current_context()
+                hold.enter_context(acting_as("dag", lease_run(context)))
+                hold.enter_context(job_operation(ops, job, context["ti"].dag_id, keep=True))
+                note_step(getattr(step, "__name__", str(step)))
+            return step(ops, *args, **kwargs)
+    except (JobBusy, *fatal) as exc:
         raise ProcedureFailed(str(exc)) from exc
 
 
 def job_step(step: Step, job: str, *args: Any, fatal: tuple[type[Exception], ...] = (),
              **kwargs: Any) -> Any:  # fmt: skip
-    """``step(ops, job, owner, ...)``: a step of a job's procedure, for this DAG run."""
-    return run_step(step, job, this_run(), *args, fatal=fatal, **kwargs)
+    """``step(ops, job, owner, ...)``: a step of a job's procedure, for this DAG run, which
+    holds the job's operation lease."""
+    return run_step(step, job, this_run(), *args, fatal=fatal, job=job, **kwargs)
+
+
+def release_run_leases(context: Context | dict[str, Any]) -> None:
+    """The DAG run ended (its ``on_success_callback`` and ``on_failure_callback``): give up
+    the operation leases it holds, so the next operation need not wait out their TTL."""
+    import logging
+
+    from streamops.state.op_lease import release_run
+    from streamops_airflow import hooks
+
+    run = context["dag_run"]
+    released = release_run(hooks.ops_settings().layout, "dag", f"{run.dag_id}/{run.run_id}")
+    if released:
+        logging.getLogger("streamops.airflow").info(
+            "DAG run %s/%s ended: operation lease of %s given up", run.dag_id, run.run_id,
+            ", ".join(released))  # fmt: skip
 
 
 class StepSensor(BaseSensorOperator):

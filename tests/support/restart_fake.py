@@ -196,3 +196,12 @@ def install(settings: Settings) -> FakeCluster:
 
 def settings_at(tmp_path: Path) -> Settings:
     return Settings.from_env({}, state_root=str(tmp_path))
+
+
+def as_dag_task(monkeypatch: Any, cluster: FakeCluster, run: Any) -> FakeCluster:
+    """``cluster`` as the world of a task of DAG run ``run`` (its ``dag_id`` and ``run_id``):
+    the task's context, operations port and settings."""
+    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": run})
+    monkeypatch.setattr("streamops_airflow.hooks.ops_operations", lambda *_: cluster.ops)
+    monkeypatch.setattr("streamops_airflow.hooks.ops_settings", lambda *_: cluster.settings)
+    return cluster

@@ -66,12 +66,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
+        from streamops.cli.queueing import refuse_if_busy
+        from streamops.procedures.job_lease import acting_as
         from streamops.settings import Settings
 
         settings = Settings.from_env(state_root=args.state_root)
-        return int(args.handler(args, settings) or 0)
+        refuse_if_busy(args, settings)
+        with acting_as("cli", wait=getattr(args, "lease_wait", 0.0)):
+            return int(args.handler(args, settings) or 0)
     except StreamopsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from streamops.cli.queueing import summarised
+
+        logging.getLogger("streamops.cli").debug("the whole error: %s", exc)
+        print(f"error: {summarised(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

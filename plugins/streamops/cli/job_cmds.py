@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from streamops.cli.queueing import add_wait
 from streamops.cli.tables import Listing, console
 from streamops.exceptions import ConfigError
 
@@ -27,6 +28,7 @@ def register(sub: Any) -> None:
         "--wait", type=float, default=180.0, metavar="SECONDS",
         help="wait until every stage committed a batch (0: return once submitted)",
     )  # fmt: skip
+    add_wait(p, as_wait=False)
     p.set_defaults(handler=cmd_submit)
 
     p = sub.add_parser("jobs", help="list jobs: version, state, driver, last batch age, rows/s")
@@ -42,6 +44,7 @@ def register(sub: Any) -> None:
         "its checkpoints stay)",
     )  # fmt: skip
     p.add_argument("name")
+    add_wait(p)
     p.set_defaults(handler=cmd_cancel)
 
 

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
+from streamops.cli.queueing import add_wait
 from streamops.cli.tables import print_fields
 from streamops.procedures.timeouts import HEALTH_TIMEOUT
 
@@ -20,12 +21,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("job")
     p.add_argument(
-        "--mode", type=choice_of("streamops.procedures.restart", "MODES"), default="savepoint",
-        metavar="MODE", help="savepoint: graceful (default); last-checkpoint: "
+        "--mode", type=choice_of("streamops.procedures.restart", "MODES", "savepoint"),
+        default="savepoint", metavar="MODE", help="savepoint: graceful (default); last-checkpoint: "
         "for a job too sick to savepoint",
     )  # fmt: skip
     p.add_argument("--savepoint", help="savepoint name (savepoint mode; default: generated)")
     p.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT, help="health wait, seconds")
+    add_wait(p)
     p.set_defaults(handler=cmd_restart)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from streamops.cli.queueing import add_wait
 from streamops.cli.tables import print_fields
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ def register(sub: Any) -> None:
     what.add_argument("--remove", metavar="NAME", help="gracefully decommission worker NAME")
     scale.add_argument("--no-verify", action="store_true",
                        help="do not wait for the running jobs to commit new batches")
+    add_wait(scale)
     scale.set_defaults(handler=run_scale)
 
 

@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
+from streamops.cli.queueing import add_wait
 from streamops.cli.tables import console, print_fields
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT
 
@@ -20,12 +21,14 @@ def register(sub: Any) -> None:
     p.add_argument("name", help="savepoint name (a-z, 0-9, '.', '_', '-')")
     p.add_argument("--cancel", action="store_true", help="stop the job once it is verified")
     p.add_argument("--timeout", type=float, default=REQUEST_TIMEOUT)
+    add_wait(p)
     p.set_defaults(handler=cmd_save)
 
     p = sub.add_parser("restore", help="start a job spec from a savepoint (stages by name)")
     p.add_argument("spec")
     p.add_argument("savepoint")
-    p.add_argument("--wait", type=float, default=HEALTH_TIMEOUT)
+    p.add_argument("--wait", type=float, default=HEALTH_TIMEOUT, help="health wait, seconds")
+    add_wait(p, as_wait=False)
     p.set_defaults(handler=cmd_restore)
 
     for verb, fn, text in (
@@ -42,7 +45,8 @@ def register(sub: Any) -> None:
             p.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT,
                            help="health wait, seconds")
             p.add_argument(
-                "--standby", type=choice_of("streamops.procedures.standby", "STANDBY_MODES"),
+                "--standby",
+                type=choice_of("streamops.procedures.standby", "STANDBY_MODES", "auto"),
                 default="auto", metavar="MODE",
                 help="warm: start the new version's driver as a warm standby "
                 "before stopping the old one (a gap of seconds; needs a free core for it); "
@@ -50,6 +54,7 @@ def register(sub: Any) -> None:
             )  # fmt: skip
             p.add_argument("--warm", action="store_const", dest="standby", const="warm",
                            help="same as --standby warm")  # fmt: skip
+            add_wait(p)
         p.set_defaults(handler=fn)
 
 
@@ -65,12 +70,15 @@ def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.describe_stages import describe_spec_stages
+    from streamops.procedures.job_lease import job_operation
     from streamops.procedures.restore import start_from_savepoint
     from streamops.spec import load_spec
 
     spec = load_spec(args.spec)
-    stages = list(describe_spec_stages(spec, settings))
-    driver = start_from_savepoint(spec, settings, args.savepoint, stages, wait_healthy=args.wait)
+    with job_operation(settings, spec.name, f"restore v{spec.version} from {args.savepoint}"):
+        stages = list(describe_spec_stages(spec, settings))
+        driver = start_from_savepoint(spec, settings, args.savepoint, stages,
+                                      wait_healthy=args.wait)  # fmt: skip
     console().print(
         f"job [bold]{spec.name}[/] v{spec.version} started from {args.savepoint}: {driver}"
     )

@@ -17,7 +17,9 @@ the pass; the others are reconciled.
 from __future__ import annotations
 
 import logging
+import os
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +37,8 @@ from streamops.declarative.observe import observe
 from streamops.declarative.resources import DEPLOYMENT, SAVEPOINT_REQUEST, Deployment
 from streamops.declarative.status import Cancelled, DeploymentStatus, RequestStatus, set_condition
 from streamops.declarative.store import Applied, Store, Unreadable
-from streamops.exceptions import UnreadableFile
+from streamops.exceptions import JobBusy, UnreadableFile
+from streamops.procedures.job_lease import acting_as, job_operation
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.world import operations
 from streamops.state.locks import file_lock
@@ -66,7 +69,8 @@ def reconcile_once(world: World, *, only: str | None = None) -> PassResult:
     started, result = time.monotonic(), PassResult()
     ops = operations(world)
     store = Store(ops.layout)
-    with file_lock(store.lock_file):
+    with file_lock(store.lock_file), acting_as("reconcile", f"reconcile-{os.getpid()}-"
+                                                            f"{time.time():.0f}"):  # fmt: skip
         requests, bad_requests = store.scan(SAVEPOINT_REQUEST)
         for bad in bad_requests if only is None else []:  # whose job it is cannot be read
             _guard(result, bad.kind, bad.name, lambda b=bad: _unreadable(store, b))
@@ -168,6 +172,34 @@ def _deployment_step(ops: Operations, store: Store,
         recording.observed(status, applied, facts.job, action)
         store.save_status(DEPLOYMENT, dep.name, status)
         return action, None, gen
+    hold = _hold(ops, dep.name, f"reconcile: {action.kind.value}")
+    if not isinstance(hold, ExitStack):
+        waiting = Action(ActionKind.WAIT, hold)
+        log.info("deployment %s: %s", dep.name, hold)
+        recording.observed(status, applied, facts.job, waiting)
+        store.save_status(DEPLOYMENT, dep.name, status)
+        return waiting, None, gen
+    with hold:
+        return _act_on_deployment(ops, store, applied, facts, action)
+
+
+def _hold(ops: Operations, job: str, procedure: str) -> ExitStack | str:
+    """The job's operation lease, held (an exit stack to leave it), or what the resource
+    waits for: the job is busy with another operation (tried again at the next pass)."""
+    hold = ExitStack()
+    try:
+        hold.enter_context(job_operation(ops, job, procedure))
+    except JobBusy as exc:
+        who = exc.holder.describe() if exc.holder is not None else str(exc)  # type: ignore[attr-defined]
+        return f"waits for the job's operation holder ({who}); tried again at the next pass"
+    return hold
+
+
+def _act_on_deployment(ops: Operations, store: Store, applied: Applied, facts: DeploymentFacts,
+                       action: Action) -> tuple[Action, str | None, int]:  # fmt: skip
+    """Carry ``action`` out, the job's operation lease held, over its in-flight record."""
+    dep, gen, status = applied.resource, applied.generation, facts.status
+    assert isinstance(dep, Deployment)
     record = facts.inflight
     if record is None:
         detail = dict(action.detail)
@@ -226,6 +258,24 @@ def _request(ops: Operations, store: Store,
         _request_ended(status, "Failed", action.reason)
         store.save_status(SAVEPOINT_REQUEST, req.name, status)
         return [(action.kind.value, action.reason, action.reason)]
+    hold = _hold(ops, req.job, "reconcile: savepoint request")
+    if not isinstance(hold, ExitStack):
+        log.info("savepoint request %s: %s", req.name, hold)
+        status.conditions = set_condition(status.conditions, "Progressing", None, "Waiting",
+                                          hold)  # fmt: skip
+        store.save_status(SAVEPOINT_REQUEST, req.name, status)
+        return [(ActionKind.WAIT.value, hold, None)]
+    with hold:
+        return _take(ops, store, applied, record, status, action)
+
+
+def _take(ops: Operations, store: Store, applied: Applied, record: InFlight | None,
+          status: RequestStatus, action: Action) -> list[tuple[str, str, str | None]]:  # fmt: skip
+    """Take the requested savepoint, the job's operation lease held."""
+    from streamops.declarative.resources import SavepointRequest
+
+    req = applied.resource
+    assert isinstance(req, SavepointRequest)
     if record is None:
         record = InFlight(SAVEPOINT_REQUEST, req.name, "take-savepoint", applied.generation)
         inflight.save(store, record)

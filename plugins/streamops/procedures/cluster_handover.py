@@ -34,6 +34,7 @@ from streamops.procedures.cluster_restart_intent import (
     current,
     nodes_of,
 )
+from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations
 from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.procedures.upgrade import upgrade
@@ -51,8 +52,9 @@ def _spec(intent: RestartIntent, job: str) -> JobSpec:
 
 
 def _hand_over(ops: Operations, job: str, spec: JobSpec, savepoint: str, timeout: float) -> str:
-    outcome = upgrade(ops, job, spec, savepoint=savepoint, standby="auto", owner=OWNER,
-                      health_timeout=timeout, rollback_timeout=timeout)  # fmt: skip
+    with job_operation(ops, job, "cluster restart handover"):
+        outcome = upgrade(ops, job, spec, savepoint=savepoint, standby="auto", owner=OWNER,
+                          health_timeout=timeout, rollback_timeout=timeout)  # fmt: skip
     return outcome.driver_id
 
 

@@ -51,6 +51,7 @@ from streamops.procedures.cluster_restart_intent import (
 )
 from streamops.procedures.cluster_restart_intent import current as _current
 from streamops.procedures.cluster_restart_intent import nodes_of as _nodes
+from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import HEALTH_TIMEOUT
@@ -80,8 +81,10 @@ def savepoint_jobs(ops: Operations, jobs: list[str] | None = None) -> dict[str, 
             log.info("job %s already saved to %s", job, name)
             continue
         STORE.save(ops, intent, "savepointing", job=job, savepoint=name)
-        procedure.begin(ops, job, OWNER, savepoint=name, purpose=OPERATION, watch_driver=False)
-        run_steps(procedure.SAVEPOINT_STEPS, ops, job, OWNER, waits=procedure.WAITS)
+        with job_operation(ops, job, "cluster restart: savepoint with cancel"):
+            procedure.begin(ops, job, OWNER, savepoint=name, purpose=OPERATION,
+                            watch_driver=False)  # fmt: skip
+            run_steps(procedure.SAVEPOINT_STEPS, ops, job, OWNER, waits=procedure.WAITS)
         intent.saved.append(job)
         STORE.save(ops, intent, "saved", job=job, savepoint=name)
     return intent.savepoints
@@ -121,7 +124,8 @@ def restore_jobs(ops: Operations, jobs: list[str] | None = None) -> None:
         if job in intent.restored or ops.registry.view(job).is_live:
             log.info("job %s is already restored", job)
             continue
-        procedure.start_from_savepoint(ops, job, OWNER)
+        with job_operation(ops, job, "cluster restart: restore"):
+            procedure.start_from_savepoint(ops, job, OWNER)
         intent.restored.append(job)
         STORE.save(ops, intent, intent.phase, restored=job, savepoint=name)
     STORE.save(ops, intent, "restored")

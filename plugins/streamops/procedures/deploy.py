@@ -18,6 +18,7 @@ from typing import Any
 from streamops.exceptions import JobError
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.procedures.intents import already_started
+from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.submit import Transport
 from streamops.procedures.world import operations
@@ -56,6 +57,12 @@ def start_job(
     """Submit ``spec`` (and its hot standby) as ``owner``; the driver id. A retry by the same
     DAG run returns the driver it submitted, or replaces it when it failed on start."""
     ops = operations(world)
+    with job_operation(ops, spec.name, f"submit v{spec.version}"):
+        return _start(ops, spec, owner, wait_healthy, transport)
+
+
+def _start(ops: Operations, spec: JobSpec, owner: str, wait_healthy: float | None,
+           transport: Transport | None) -> str:  # fmt: skip
     driver = _resumed(ops, spec, owner)
     if driver is not None:
         if wait_healthy:

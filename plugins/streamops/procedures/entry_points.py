@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from streamops.procedures.cluster_restart import restart as restart_cluster
 from streamops.procedures.deploy import start_job
+from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import World
 from streamops.procedures.restart import restart_job
 from streamops.procedures.savepoint_taking import savepoint_job
@@ -23,4 +24,6 @@ __all__ = ["cancel_job", "restart_cluster", "restart_job", "savepoint_job", "sca
 def cancel_job(world: World, job: str) -> list[str]:
     """Stop ``job`` now: kill every driver of it the master knows (no savepoint; its
     checkpoints stay); the drivers killed (``streamops cancel``)."""
-    return operations(world).registry.cancel(job)
+    ops = operations(world)
+    with job_operation(ops, job, "cancel"):
+        return ops.registry.cancel(job)

@@ -24,6 +24,7 @@ from typing import Literal, get_args
 from streamops.exceptions import ConfigError, JobError, StreamopsError
 from streamops.procedures import savepoint_restart
 from streamops.procedures.intents import already_started
+from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.savepoint_restart import STORE, JobRestart, restart_savepoint_name
 from streamops.procedures.step_runner import run_steps
@@ -128,6 +129,13 @@ def restart_job(
 ) -> RestartOutcome:  # fmt: skip
     """Restart ``job`` in ``mode`` and wait until it is healthy again."""
     ops, mode = operations(world), check_mode(mode)
+    with job_operation(ops, job, f"restart ({mode})"):
+        return _restart(ops, job, mode, savepoint, health_timeout, owner)
+
+
+def _restart(ops: Operations, job: str, mode: RestartMode, savepoint: str | None,
+             health_timeout: float, owner: str) -> RestartOutcome:  # fmt: skip
+    """The restart's steps, its operation lease held."""
     if mode == "savepoint":
         savepoint_restart.begin(ops, job, owner, savepoint=savepoint)
         steps, stopped = savepoint_restart.STEPS, "job_stopped"

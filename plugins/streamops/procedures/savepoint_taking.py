@@ -30,6 +30,7 @@ from typing import Any
 
 from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound
 from streamops.procedures.intent_store import StepLog, from_dict
+from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations, Registry, World
 from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import REQUEST_TIMEOUT, STOP_TIMEOUT
@@ -177,6 +178,13 @@ def savepoint_job(
     only once that version runs. The intent is kept in memory (a re-run takes another).
     """
     ops = operations(world)
+    with job_operation(ops, job, "savepoint with cancel" if cancel else "savepoint"):
+        return _savepoint_job(ops, job, name, cancel=cancel, timeout=timeout,
+                              wait_stopped=wait_stopped, handover=handover)  # fmt: skip
+
+
+def _savepoint_job(ops: Operations, job: str, name: str, *, cancel: bool, timeout: float,
+                   wait_stopped: bool, handover: bool) -> control.ControlResult:  # fmt: skip
     view = ops.registry.view(job)
     if not view.is_live:
         raise JobNotFound(f"job {job} is not running (state {view.state}); nothing to savepoint")

@@ -40,6 +40,7 @@ from streamops.procedures.cluster_nodes import (
     wait_alive_count,
 )
 from streamops.procedures.intent_store import IntentStore, StepRecord
+from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
@@ -145,9 +146,10 @@ def rebalance(world: World, job: str, health_timeout: float = HEALTH_TIMEOUT) ->
     unfinished rebalance of ``job`` is resumed); the new driver's id."""
     log.info("rebalancing %s: savepoint with cancel, then start from it", job)
     ops = operations(world)
-    savepoint_restart.begin(ops, job, REBALANCE, purpose=REBALANCE)
-    run_steps(savepoint_restart.STEPS, ops, job, REBALANCE,
-              waits={**savepoint_restart.WAITS, "verify": health_timeout})  # fmt: skip
+    with job_operation(ops, job, "rebalance (scale)"):
+        savepoint_restart.begin(ops, job, REBALANCE, purpose=REBALANCE)
+        run_steps(savepoint_restart.STEPS, ops, job, REBALANCE,
+                  waits={**savepoint_restart.WAITS, "verify": health_timeout})  # fmt: skip
     intent = savepoint_restart.load_intent(ops, job)
     return str(intent.new_driver if intent else None)
 

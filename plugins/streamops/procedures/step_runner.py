@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from streamops.exceptions import StreamopsError
+from streamops.procedures.job_lease import note_step
 
 Step = Callable[..., Any]
 OnFailure = Callable[[StreamopsError], None | NoReturn]
@@ -35,6 +36,7 @@ def run_steps(
         for step in steps:
             name = step_name(step)
             wait = {"timeout": waits[name]} if name in waits else {}
+            note_step(name)  # the job's operation lease names the step it is at
             step(*args, **kwargs, **wait)
     except StreamopsError as exc:
         if on_failure is not None:

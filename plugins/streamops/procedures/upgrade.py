@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from streamops.exceptions import StreamopsError, UpgradeFailed, UpgradeRefused
 from streamops.procedures import upgrade_steps as steps
-from streamops.procedures.operations import World
+from streamops.procedures.job_lease import job_operation
+from streamops.procedures.operations import Operations, World
 from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, SAVEPOINT_TIMEOUT
 from streamops.procedures.upgrade_plan import default_savepoint_name, plan_upgrade, running_stages
@@ -58,7 +59,18 @@ def upgrade(
     an unfinished upgrade of the same ``owner``.
     """
     ops = operations(world)
-    mode = standby or ("warm" if warm else "cold")
+    with job_operation(ops, job, f"upgrade to v{new_spec.version}"):
+        return _upgrade(ops, job, new_spec, allow_state_drop=allow_state_drop,
+                        savepoint=savepoint, health_timeout=health_timeout,
+                        rollback_timeout=rollback_timeout, mode=standby or
+                        ("warm" if warm else "cold"), owner=owner)  # fmt: skip
+
+
+def _upgrade(
+    ops: Operations, job: str, new_spec: JobSpec, *, allow_state_drop: bool, savepoint: str | None,
+    health_timeout: float, rollback_timeout: float, mode: str, owner: str,
+) -> UpgradeOutcome:  # fmt: skip
+    """The upgrade's steps, its operation lease held."""
     intent = steps.plan(ops, job, owner, new_spec, savepoint=savepoint,
                         allow_state_drop=allow_state_drop, standby=mode)  # fmt: skip
 

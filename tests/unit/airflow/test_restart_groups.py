@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from support.restart_fake import JOB, FakeCluster, install, settings_at
+from support.restart_fake import JOB, FakeCluster, as_dag_task, install, settings_at
 
 from streamops.procedures import savepoint_restart, upgrade_steps
 from streamops.settings import PROJECT_ROOT
@@ -26,10 +26,7 @@ CTX = {"job": JOB, "mode": "savepoint", "savepoint": "sp-dag"}
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    cluster = install(settings_at(tmp_path))
-    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": RUN})
-    monkeypatch.setattr("streamops_airflow.hooks.ops_operations", lambda *_: cluster.ops)
-    return cluster
+    return as_dag_task(monkeypatch, install(settings_at(tmp_path)), RUN)
 
 
 def sensor(step: str) -> StepSensor:
