@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.integration import ClusterHandle, describe_job, wait_until
@@ -20,6 +21,7 @@ from support.journal_oracle import check_logged_once, wait_logged
 
 from spark_jobs import transactions
 from spark_jobs.sinks import journal_store
+from streamops.exceptions import JobAlreadyRunning
 from streamops.procedures.restore import earliest_positions, start_from_savepoint
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
@@ -63,6 +65,7 @@ def test_v1_savepoint_with_cancel_then_v2_logs_each_entry_once(
         start_from_savepoint(spec("transactions-v2.yaml", store_url), settings, "tx-it-v1",
                              [transactions.STAGE], wait_healthy=300)  # fmt: skip
         assert registry.view(JOB).version == "2"
+        _restore_is_refused_while_v2_runs(settings, spec("transactions-v2.yaml", store_url))
         producer.stop()
         last = producer.last_sequence
         assert last > position
@@ -76,3 +79,18 @@ def test_v1_savepoint_with_cancel_then_v2_logs_each_entry_once(
         producer.stop()
         if registry.view(JOB).is_live:
             registry.cancel(JOB)
+
+
+def _restore_is_refused_while_v2_runs(settings: Any, v2: JobSpec) -> None:
+    """Issue 44.4 on the real cluster: the checkpoint v2 runs on holds copies of the savepoint's
+    files, not links, and a restore while v2 runs is refused without touching it."""
+    checkpoint = settings.layout.checkpoint(JOB, transactions.STAGE)
+    saved = settings.layout.savepoint("tx-it-v1") / "stages" / transactions.STAGE
+    assert (saved / "metadata").stat().st_mode & 0o777 == 0o444
+    assert (checkpoint / "metadata").read_bytes() == (saved / "metadata").read_bytes()
+    assert (checkpoint / "metadata").stat().st_ino != (saved / "metadata").stat().st_ino
+    before = checkpoint.stat().st_ino
+    with pytest.raises(JobAlreadyRunning, match="streamops upgrade"):
+        start_from_savepoint(v2, settings, "tx-it-v1", [transactions.STAGE], wait_healthy=None)
+    assert checkpoint.stat().st_ino == before  # not swapped
+    assert not [p for p in checkpoint.parent.iterdir() if ".restoring-" in p.name]

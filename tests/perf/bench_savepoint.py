@@ -1,4 +1,4 @@
-"""Benchmark: savepoint time (drain + hard-linked copy + manifest) at 10k, 100k, 1M keys.
+"""Benchmark: savepoint time (drain + copy with sha256 + manifest) at 10k, 100k, 1M keys.
 
 Starts its own local cluster (free ports, temporary state root), runs the ``bench-state``
 job (``tests/perf/jobs/bench_state.py``: one stateful stage with exactly N keys, then

@@ -32,6 +32,7 @@ def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
     settings = Settings.from_env({}, state_root=str(tmp_path))
     jobs: dict[str, JobSeen] = {}
     calls: list[tuple[str, str, str]] = []  # (job, action, owner)
+    details: list[dict[str, Any]] = []  # each call's record.detail
     behaviour: dict[str, Any] = {}
 
     def fake_observe(settings: Settings, names: list[str], **_: Any) -> Observation:
@@ -39,6 +40,7 @@ def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
 
     def fake_act(settings: Settings, record: InFlight, save: Any, d: Deployment) -> act.Outcome:
         calls.append((d.name, record.action, record.owner))
+        details.append(dict(record.detail))
         assert inflight.load(Store(settings.layout), "JobDeployment", d.name) is not None
         how = behaviour.get(d.name)
         if isinstance(how, list):
@@ -65,4 +67,4 @@ def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
     monkeypatch.setattr(reconcile, "observe", fake_observe)
     monkeypatch.setattr(act, "act_deployment", fake_act)
     return {"settings": settings, "store": Store(settings.layout), "jobs": jobs, "calls": calls,
-            "behaviour": behaviour}  # fmt: skip
+            "details": details, "behaviour": behaviour}  # fmt: skip

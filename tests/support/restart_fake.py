@@ -46,6 +46,7 @@ class FakeCluster:
     stopping: str | None = None  # the driver that answered a cancel: gone at the next look
     submitted: int = 0
     left: list[str] = field(default_factory=list)  # other drivers of the job (a relaunch)
+    savepoint_error: str | None = None  # the driver's savepoint fails so; the job goes on
 
     # the driver, at a batch boundary
     def _boundary(self) -> None:
@@ -55,6 +56,11 @@ class FakeCluster:
         if not self.answering or self.driver is None:
             return
         for request in control.pending_requests(self.settings.layout, JOB):
+            if self.savepoint_error is not None:  # as spark_jobs.runtime.control answers it
+                self.calls.append(f"savepoint {request.name} failed")
+                control.write_result(self.settings.layout, JOB, request, ok=False,
+                                     message=self.savepoint_error)  # fmt: skip
+                continue
             self.savepoints.add(str(request.name))
             self.calls.append(f"savepoint {request.name} cancel={request.cancel}")
             control.write_result(

@@ -225,7 +225,9 @@ def restart_from_savepoint(ops: Operations, record: InFlight, save: Save,
                            dep: Deployment) -> Outcome:  # fmt: skip
     name = record.detail["savepoint"]
     intent = savepoint_restart.load_intent(ops, dep.name)
-    if intent is not None and intent.owner == record.owner and intent.finished:
+    if intent is not None and intent.owner == record.owner and intent.finished and (
+        not intent.closed_failed
+    ):
         driver = intent.new_driver  # a pass killed after the restart ended
     else:
         driver = restarts.restart_job(ops, dep.name, "savepoint", savepoint=name,

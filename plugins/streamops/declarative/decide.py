@@ -18,6 +18,9 @@ A deployment, in order (the first rule that matches decides):
       meanwhile is an upgrade afterwards, planned against the running stages), or, suspended
       without a savepoint, the desired spec on its last checkpoints;
    c. never submitted → ``deploy`` the spec (from ``initial_savepoint`` if given);
+      created again after its deletion (the job still stopped to the savepoint the removed
+      deployment was stopped to) → ``deploy`` the spec from its ``initial_savepoint``, else
+      from that savepoint (a resource created is a change, whatever its generation);
    d. it died and was not relaunched → ``restart`` it from its last checkpoint, unless that
       failed ``MAX_FAILURES`` times for this generation (Failed);
 7. ``state: running`` and it runs:
@@ -87,6 +90,7 @@ class DeploymentFacts:
     request_in_flight: str | None = None  # a savepoint request on the job, in flight
     savepoints: Sequence[SavepointSeen] = ()
     protected: Collection[str] = ()  # savepoints running jobs were started from
+    deleted_savepoint: str | None = None  # a removed deployment of the name was stopped to it
 
 
 def decide_deployment(f: DeploymentFacts) -> Action:
@@ -126,6 +130,15 @@ def _not_running(f: DeploymentFacts) -> Action:
     d, st, job = f.deployment, f.status, f.job
     spec = d.effective_spec.model_dump(mode="json")
     cancelled = st.cancelled
+    if (
+        cancelled is None
+        and st.suspended is None
+        and job.stopped_by is not None
+        and job.stopped_by == f.deleted_savepoint
+    ):  # a deployment deleted (stopped to that savepoint), then created again
+        savepoint = d.initial_savepoint or f.deleted_savepoint
+        return _deploy(f, spec, savepoint, f"created again after its deletion: start from "
+                       f"{'its initial_savepoint ' if d.initial_savepoint else ''}{savepoint}")
     if (
         cancelled is None
         and job.stopped_by

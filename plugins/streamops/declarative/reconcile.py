@@ -151,6 +151,7 @@ def facts_for(ops: Operations, store: Store,
         request_in_flight=requests[0].name if requests else None,
         savepoints=seen.savepoints.get(dep.name, []),
         protected=set(catalogue.protected_savepoints(ops.layout)),
+        deleted_savepoint=store.deleted_savepoint(dep.name),
     )  # fmt: skip
 
 
@@ -166,7 +167,9 @@ def _deployment_step(ops: Operations, store: Store,
     log.info("deployment %s (generation %d): %s: %s", dep.name, gen, action.kind.value,
              action.reason)  # fmt: skip
     if action.kind is ActionKind.REMOVE:
-        store.remove(DEPLOYMENT, dep.name, generation=gen)
+        kept = status.suspended.savepoint if status.suspended else None
+        if store.remove(DEPLOYMENT, dep.name, generation=gen) and kept:
+            store.remember_deletion(dep.name, kept)  # applied again: it starts from there
         return action, None, gen
     if action.kind in (ActionKind.NONE, ActionKind.WAIT):
         recording.observed(status, applied, facts.job, action)

@@ -171,6 +171,21 @@ class Store:
                 path.unlink(missing_ok=True)
             return True
 
+    def remember_deletion(self, name: str, savepoint: str) -> None:
+        """A deployment removed after it was stopped to ``savepoint`` (by its deletion, or
+        an earlier suspend): a deployment of that name applied again starts from it."""
+        write_json_atomic(self.root / "deleted" / f"{check_name('resource', name)}.json",
+                          {"savepoint": savepoint, "at": time.time()})  # fmt: skip
+
+    def deleted_savepoint(self, name: str) -> str | None:
+        """The savepoint a removed deployment of ``name`` was stopped to, if any."""
+        try:
+            data = _read_json(self.root / "deleted" / f"{check_name('resource', name)}.json")
+        except UnreadableFile:
+            return None
+        found = data.get("savepoint") if isinstance(data, dict) else None
+        return str(found) if found else None
+
     def get(self, kind: str, name: str) -> Applied | None:
         """The resource as stored, None if there is none; :class:`UnreadableFile` if its file
         cannot be read back."""

@@ -143,7 +143,7 @@ def _dead_workers(
 def check_jobs(obs: Observation) -> list[CheckResult]:
     """Every job that should run (declared, or stopped by a procedure in progress) runs, and
     every procedure of a job in progress fails (it stopped the job, or is about to)."""
-    busy = {p.job: p for p in obs.procedures if p.job}
+    busy = {p.job: p for p in obs.procedures if p.job and not p.closed}
     out: list[CheckResult] = []
     for name in obs.jobs:
         out += isolated("jobs", name, lambda n=name: [_job(obs, n, busy.get(n))],

@@ -104,7 +104,7 @@ def gather(
         views = {n: registry.view_from_state(n) for n in sorted(known)}
     # expected to run besides the declared jobs: those a procedure in progress stopped, and
     # those running (whatever their last submission event says, e.g. a killed standby's)
-    busy = {p.job for p in procedures if p.job}
+    busy = {p.job for p in procedures if p.job and not p.closed}
     running = {n for n, v in views.items() if v.is_live and v.status.state == "RUNNING"}
     names = list(jobs) if jobs else declared_jobs(layout, busy | running)
     obs = Observation(settings, thresholds, master, names)

@@ -28,6 +28,7 @@ from streamops.settings import Settings
 from streamops.spec import load_spec
 
 log = logging.getLogger("streamops.health.procedures")
+CLOSED_SHOWN_S = 3600.0  # how long a procedure closed as failed is shown (a warning)
 
 def dag_run(owner: str) -> tuple[str, str] | None:
     """``(dag, run)`` of an owner ``airflow:<dag>/<run>``; ``None`` for any other owner."""
@@ -51,8 +52,16 @@ def _when(at: float) -> str:
 
 
 def procedure_result(proc: ProcedureSeen, now: float) -> CheckResult:
-    """A procedure in progress fails health: what, who, where, since when, how to resume."""
+    """A procedure in progress fails health: what, who, where, since when, how to resume.
+    One closed as failed having changed nothing warns: what failed, and that the job runs."""
     group = "cluster" if proc.job is None else "jobs"
+    name = f"procedure/{proc.kind}" + (f"/{proc.job}" if proc.job else "")
+    if proc.closed:
+        failure = (proc.failure or "?").splitlines()[0][:300]
+        return CheckResult(group, name, Level.WARN, (
+            f"{proc.label} failed at {proc.next_step or proc.phase} ({_when(proc.at)}, "
+            f"{max(0.0, now - proc.at):.0f} s ago): {failure}; it changed nothing: the job "
+            f"still runs as before; try again: {proc.resume}"))  # fmt: skip
     age = max(0.0, now - proc.since)
     step = f", next step {proc.next_step}" if proc.next_step else ""
     stopped = "; the job is stopped" if proc.stopped else ""
@@ -60,8 +69,7 @@ def procedure_result(proc: ProcedureSeen, now: float) -> CheckResult:
     message = (f"{proc.label} has not finished: owner {proc.owner}, phase {proc.phase} "
                f"(since {_when(proc.at)}){step}; begun {_when(proc.since)}, {age:.0f} s ago"
                f"{stopped}{failed}; resume: {proc.resume}")  # fmt: skip
-    return CheckResult(group, f"procedure/{proc.kind}" + (f"/{proc.job}" if proc.job else ""),
-                       Level.FAIL, message)  # fmt: skip
+    return CheckResult(group, name, Level.FAIL, message)
 
 
 # --- gathering (I/O) -------------------------------------------------------------------
@@ -114,6 +122,9 @@ def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSe
         return None
     if intent.mode == "last-checkpoint":
         return _checkpoint_restart(settings, intent)
+    if intent.closed_failed:
+        return _closed(intent, f"{intent.purpose} from savepoint {intent.savepoint}",
+                       f"`streamops restart {job}`")  # fmt: skip
     if intent.finished or (intent.owner == "cluster-restart" and _cluster_restart_over(settings)):
         return None  # a rolled-back cluster restart started its jobs again on its own
     names = [s.__name__ for s in savepoint_restart.STEPS]
@@ -131,6 +142,16 @@ def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSe
     )  # fmt: skip
 
 
+def _closed(intent: JobRestart, what: str, resume: str) -> ProcedureSeen | None:
+    """A restart closed as failed having changed nothing: shown (a warning) for an hour."""
+    if time.time() - intent.at > CLOSED_SHOWN_S:
+        return None
+    return ProcedureSeen("restart", intent.job, what, intent.owner, intent.phase,
+                         intent.failed_step, float(intent.times.get("begin", intent.at)),
+                         float(intent.at), resume, failure=intent.failure,
+                         closed=True)  # fmt: skip
+
+
 def _cluster_restart_over(settings: Settings) -> bool:
     intent = cluster_restart.load_intent(settings)
     return intent is None or intent.finished
@@ -141,6 +162,9 @@ def _checkpoint_restart(settings: Settings, intent: JobRestart) -> ProcedureSeen
     until a driver is submitted after its last record (the job's own check judges the driver
     from then on; a replacement by the reconcile loop submits it itself)."""
     job = intent.job
+    if intent.closed_failed:
+        return _closed(intent, "restart from the last checkpoint",
+                       f"`streamops restart {job} --mode last-checkpoint`")  # fmt: skip
     if intent.finished or "resubmit" in intent.done:
         return None
     if any(

@@ -206,7 +206,7 @@ class SinkSeen:
 
 @dataclass(frozen=True)
 class ProcedureSeen:
-    """One unfinished procedure, from its intent record."""
+    """One unfinished procedure (or one lately closed as failed), from its intent record."""
 
     kind: str  # upgrade | restart | cluster-restart | scale
     job: str | None  # None: the whole cluster
@@ -219,6 +219,7 @@ class ProcedureSeen:
     resume: str  # the command (or the DAG run) that resumes it
     stopped: bool = False  # it has stopped the job (a savepoint with cancel was requested)
     failure: str | None = None
+    closed: bool = False  # closed as failed by a step that changed nothing: nothing to resume
 
     @property
     def label(self) -> str:

@@ -6,7 +6,8 @@ step (an Airflow task retry, a re-run CLI command) resumes instead of repeating 
 :class:`IntentStore` per procedure says where its record lives (``jobs/<job>/<name>.json``,
 or ``<state>/cluster/intents/<name>.json`` for the cluster's) and does the rest: ``load``
 (an older layout on disk is migrated), ``save``, ``resume`` (the owner's intent and whether
-a step is still to do), ``done`` and ``owned``.
+a step is still to do), ``done``, ``owned`` and ``fail`` (a step that failed having changed
+nothing closes its intent as failed: finished, nothing to resume, the failure kept for health).
 """
 
 from __future__ import annotations
@@ -51,13 +52,20 @@ class StepRecord(StepLog):
     procedure needs by value."""
 
     FINISHED: ClassVar[tuple[str, ...]] = ("done",)
+    FAILED: ClassVar[str] = "failed"  # closed by a step that failed having changed nothing
 
     phase: str = "new"
     at: float = field(default_factory=time.time)  # when ``phase`` was recorded
+    failed_step: str | None = None  # closed as failed: the step, and what it raised
+    failure: str | None = None
 
     @property
     def finished(self) -> bool:
-        return self.phase in self.FINISHED
+        return self.phase in self.FINISHED or self.phase == self.FAILED
+
+    @property
+    def closed_failed(self) -> bool:
+        return self.phase == self.FAILED
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +131,15 @@ class IntentStore(Generic[Intent]):
     def done(self, world: HasLayout, intent: Intent, step: str, phase: str, **detail: Any) -> None:
         intent.mark(step, _now(world))
         self.save(world, intent, phase, **detail)
+
+    def fail(self, world: HasLayout, intent: Intent, step: str, failure: str) -> None:
+        """Close ``intent`` as failed: its step ``step`` failed having changed nothing, so
+        there is nothing to resume (a new run of the procedure begins afresh)."""
+        intent.failed_step, intent.failure = step, failure
+        self.save(world, intent, intent.FAILED, step=step, failure=failure)
+        first = failure.splitlines()[0] if failure else "?"
+        log.warning("%s failed at %s, having changed nothing: %s", self.describe(intent),
+                    step.replace("_", " "), first)  # fmt: skip
 
     def resume(
         self, world: HasLayout, key: str | None, owner: str, step: str

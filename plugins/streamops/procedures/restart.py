@@ -27,7 +27,7 @@ from streamops.procedures.intents import already_started
 from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.savepoint_restart import STORE, JobRestart, restart_savepoint_name
-from streamops.procedures.step_runner import run_steps
+from streamops.procedures.step_runner import run_steps, step_name
 from streamops.procedures.submit import clear_orphans
 from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.procedures.world import operations
@@ -143,7 +143,13 @@ def _restart(ops: Operations, job: str, mode: RestartMode, savepoint: str | None
         steps, stopped = CHECKPOINT_STEPS, "stop"
 
     def kept(exc: StreamopsError) -> None:
-        """The failure policy: once the job is stopped, say what is kept to start from."""
+        """The failure policy: a step that failed before the job was stopped closes the
+        intent as failed (the job runs on); once the job is stopped, say what is kept."""
+        names = tuple(step_name(s) for s in steps)
+        running = savepoint_restart.close_if_unchanged(ops, job, owner, str(exc), names, stopped)
+        if running is not None:
+            raise JobError(f"restart of {job} ({mode}) failed: {exc}; nothing was changed: "
+                           f"the job still runs (driver {running})") from exc  # fmt: skip
         now = STORE.load(ops, job)
         if now is None or stopped not in now.done:
             return

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from streamops.cluster.client import MasterClient
+from streamops.exceptions import JobAlreadyRunning
 from streamops.jobs import JobRegistry
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, STOP_TIMEOUT
 from streamops.settings import Settings
@@ -24,7 +26,7 @@ from streamops.spec import JobSpec
 from streamops.state.checkpoint_cut import last_batch
 from streamops.state.savepoints import catalogue
 from streamops.state.savepoints.manifest import Manifest
-from streamops.state.savepoints.restore import restore_stage
+from streamops.state.savepoints.restore import restore_stages
 
 log = logging.getLogger("streamops.procedures.restore")
 
@@ -84,8 +86,9 @@ def prepare_checkpoints(settings: Settings, job: str, plan: RestorePlan) -> None
     """Make the job's checkpoints what ``plan`` says, before its driver reads them. A new
     stage's checkpoint that holds no batch is kept: a warm standby's armed query made it."""
     layout = settings.layout
-    for stage in plan.restored:
-        restore_stage(layout, plan.savepoint, stage, layout.checkpoint(job, stage))
+    if plan.restored:  # every stage checked before any checkpoint is replaced
+        dests = {stage: layout.checkpoint(job, stage) for stage in plan.restored}
+        restore_stages(layout, plan.savepoint, dests)
     for stage in plan.new:
         clear_stale_checkpoint(settings, job, stage, keep_empty=True)
 
@@ -108,22 +111,36 @@ def clear_stale_checkpoint(
 def start_from_savepoint(
     spec: JobSpec, settings: Settings, savepoint: str, stages: Iterable[str], *,
     wait_healthy: float | None = HEALTH_TIMEOUT, replacing: str | None = None,
+    client: MasterClient | None = None,
 ) -> str:  # fmt: skip
     """Restore ``spec``'s stages from ``savepoint`` by name and submit it; the driver id.
 
+    Refused, with every checkpoint untouched, while the job has a live driver (but
     ``replacing``: the driver the savepoint was taken from with cancel, if it may still be
-    shutting down (it has given up the job's lease: the new driver takes it at once)."""
+    shutting down; it has given up the job's lease: the new driver takes it at once)."""
     from streamops.procedures.submit import submit_job
 
+    refuse_live_job(JobRegistry(settings, client), spec.name, replacing=replacing)
     manifest = catalogue.get_savepoint(settings.layout, savepoint, job=spec.name)
     plan = restore_plan(manifest, stages)
     log.info("%s", plan.render())
     prepare_checkpoints(settings, spec.name, plan)
     token = base64.urlsafe_b64encode(json.dumps(plan.positions).encode()).decode()
     extra = ("--from-savepoint", savepoint, "--start-positions-b64", token)
-    return submit_job(
-        spec, settings, wait_healthy=wait_healthy, extra_args=extra, replacing=replacing
-    )
+    return submit_job(spec, settings, wait_healthy=wait_healthy, extra_args=extra,
+                      replacing=replacing, client=client)  # fmt: skip
+
+
+def refuse_live_job(registry: JobRegistry, job: str, *, replacing: str | None = None) -> None:
+    """A restore replaces the checkpoints a live driver reads and writes: refuse it."""
+    live = registry.view(job)
+    if live.is_live and not (replacing and live.driver_id == replacing):
+        raise JobAlreadyRunning(
+            f"restore of job {job} refused: it is running (driver {live.driver_id or '?'}, "
+            f"state {live.state}); its checkpoints are untouched. To take a running job to "
+            f"another version use `streamops upgrade {job} <spec>`; to restore anyway, stop "
+            f"it first with `streamops cancel {job}`"
+        )
 
 
 def restore_version(

@@ -238,6 +238,30 @@ def verify(
     return intent
 
 
+def close_if_unchanged(
+    ops: Operations, job: str, owner: str, failure: str, steps: tuple[str, ...], stop: str
+) -> str | None:  # fmt: skip
+    """After a step failed: if the restart had not stopped the job (the savepoint failed, a
+    full disk say, and the driver it asked runs on), close its intent as failed and return
+    that driver; else ``None`` (the intent stays, to be resumed). ``steps``: the mode's step
+    names; ``stop``: the step after which the job is stopped."""
+    intent = STORE.load(ops, job)
+    if intent is None or intent.finished or intent.owner != owner or stop in intent.done:
+        return None
+    if intent.mode == "savepoint":
+        sp = intent.savepoint_cancel()
+        if "answered" in sp.done or not savepoint_taking.alive(ops.registry, sp):
+            return None  # a savepoint with cancel answered ok has stopped the queries
+        driver = sp.driver or ops.registry.view(job).driver_id
+    else:
+        view = ops.registry.view(job)
+        if intent.phase != "planned" or not view.is_live:  # a cancel may have been sent
+            return None
+        driver = view.driver_id
+    STORE.fail(ops, intent, next(s for s in steps if s not in intent.done), failure)
+    return driver or "?"
+
+
 SAVEPOINT_STEPS = (request_savepoint, savepoint_answered, job_stopped)
 """The savepoint with cancel (:data:`streamops.procedures.savepoint_taking.STEPS`) in this
 intent."""

@@ -74,7 +74,7 @@ Save = Callable[[SavepointCancel, str], None]
 """How the owner keeps the intent: ``save(intent, phase)``, after every change."""
 
 
-def _alive(registry: Registry, sp: SavepointCancel) -> bool:
+def alive(registry: Registry, sp: SavepointCancel) -> bool:
     """Whether the driver asked still runs: the same application when it was recorded (a
     driver relaunched by its worker keeps its id), else that driver (an upgrade: a warm
     standby of the next version is live under the job's name too), else any driver."""
@@ -126,7 +126,7 @@ def answered(ops: Operations, sp: SavepointCancel, save: Save, *, timeout: float
     sent = control.read_request(layout, sp.job, str(sp.request))
     if timeout and sent is not None:
         try:
-            control.wait_result(layout, sp.job, sent, still_alive=lambda: _alive(registry, sp))
+            control.wait_result(layout, sp.job, sent, still_alive=lambda: alive(registry, sp))
         except (control.DriverGone, ClusterNotRunning, control.ControlTimeout) as exc:
             control.withdraw(layout, sp.job, sent, str(exc))
             if isinstance(exc, control.ControlTimeout):
@@ -134,7 +134,7 @@ def answered(ops: Operations, sp: SavepointCancel, save: Save, *, timeout: float
             raise control.DriverGone(
                 _no_savepoint(ops, sp.job, sp.savepoint, exc, sp.driver)
             ) from exc
-    result = savepoint_answer(layout, sp.job, str(sp.request), live=_alive(registry, sp))
+    result = savepoint_answer(layout, sp.job, str(sp.request), live=alive(registry, sp))
     if result is None:
         return False
     log.info("job %s: savepoint %s taken in %ss (batches %s)", sp.job, sp.savepoint,
@@ -154,7 +154,7 @@ def stopped(ops: Operations, sp: SavepointCancel, save: Save, *, timeout: float 
     if sp.cancel:
         if timeout:
             ops.registry.wait_driver_ended(sp.job, sp.driver, timeout)
-        elif _alive(ops.registry, sp):
+        elif alive(ops.registry, sp):
             log.info("savepoint of %s is verified; waiting for the job to stop", sp.job)
             return False
         log.info("job %s stopped after savepoint %s", sp.job, sp.savepoint)

@@ -144,7 +144,7 @@ def job_lines(obs: Observation) -> list[tuple[bool, str]]:
             out.append((False, results[name].message))
     out += [(False, f"job {name} is stopped: {why}") for name, why in sorted(obs.dormant.items())]
     out += [(False, f"the {p.label} has not finished (owner {p.owner}, phase {p.phase}); "
-                    f"resume: {p.resume}") for p in obs.procedures]  # fmt: skip
+                    f"resume: {p.resume}") for p in obs.procedures if not p.closed]  # fmt: skip
     return out
 
 

@@ -141,3 +141,32 @@ def test_a_refused_plan_leaves_the_job_running_and_a_suspend_goes_through(
         assert store.deployment_status("a").phase == "Suspended"
     finally:
         act.act_deployment = real  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("initial", [None, "sp-blessed"])
+def test_a_deployment_applied_again_after_its_deletion_starts_its_job(
+    world: dict[str, Any], initial: str | None
+) -> None:
+    """Issue 44.5: `delete deployment transactions`, then `apply -f` with `state: running`
+    (generation 1) left the job stopped ("cancelled by savepoint request … apply a change").
+    It starts, from its ``initial_savepoint`` if it names one, else from the savepoint its
+    deletion took (docs/operations.md)."""
+    store, settings = world["store"], world["settings"]
+    store.apply(dep("transactions"))
+    reconcile.reconcile_once(settings)
+    store.mark_deleting("JobDeployment", "transactions")
+    result = reconcile.reconcile_once(settings)
+    assert [a for _, a, _ in result.actions] == ["suspend", "remove"]
+    assert store.names("JobDeployment") == []
+    taken = world["jobs"]["transactions"].stopped_by
+    assert taken
+
+    applied, _ = store.apply(dep("transactions", state="running", initial_savepoint=initial))
+    assert applied.generation == 1
+    result = reconcile.reconcile_once(settings)
+
+    assert result.ok and [a for _, a, _ in result.actions] == ["deploy"]
+    assert world["details"][-1]["savepoint"] == (initial or taken)
+    assert store.deployment_status("transactions").phase == "Running"
+    assert world["jobs"]["transactions"].live
+    assert [a for _, a, _ in reconcile.reconcile_once(settings).actions] == ["none"]

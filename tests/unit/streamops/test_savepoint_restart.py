@@ -164,3 +164,58 @@ def test_the_rebalance_runs_the_steps_and_resumes_an_unfinished_one(
     assert scale.rebalance(cluster.ops, JOB) == "driver-2"
     assert cluster.count("savepoint") == 1 and cluster.submitted == 1
     assert not scale._rebalancing(cluster.settings, JOB)
+
+
+def _no_space_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What a driver answers when its savepoint meets a full file system: the real savepoint
+    code, with ENOSPC injected at the edge (the file copy)."""
+    import errno
+
+    from streamops.state.layout import StateLayout
+    from streamops.state.savepoints import copying
+    from streamops.state.savepoints.create import create_savepoint
+
+    def full(*_: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    layout = StateLayout.at(tmp_path / "full")
+    stage = layout.checkpoint(JOB, "vehicles")
+    (stage / "offsets").mkdir(parents=True)
+    (stage / "offsets" / "0").write_text("v1")
+    with monkeypatch.context() as m:
+        m.setattr(copying, "copy_file", full)
+        with pytest.raises(Exception) as failed:
+            create_savepoint(layout, "sp", job=JOB, version="1", stage_dirs={"vehicles": stage},
+                             stage_entries={"vehicles": {"batch_id": 0}})  # fmt: skip
+    assert "No space left on device" in str(failed.value)
+    return str(failed.value)
+
+
+def test_a_restart_whose_savepoint_fails_on_a_full_disk_closes_its_intent_as_failed(
+    cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44.2: the savepoint failed cleanly and the job ran on, but the intent stayed at
+    savepoint-requested: health then said the job was stopped and `up` refused to submit."""
+    from streamops.health.procedures import gather_procedures, procedure_result
+
+    cluster.savepoint_error = _no_space_message(tmp_path, monkeypatch)
+
+    with pytest.raises(JobError) as failed:
+        restart.restart_job(cluster.ops, JOB, "savepoint", savepoint="sp-full")
+
+    said = str(failed.value)
+    assert "No space left on device" in said and "still runs" in said
+    assert cluster.driver == "driver-1" and cluster.submitted == 0  # nothing was changed
+    intent = savepoint_restart.load_intent(cluster.ops, JOB)
+    assert intent is not None and intent.finished and intent.phase == "failed"
+    assert "No space left on device" in str(intent.failure)
+    seen = gather_procedures(cluster.settings, [JOB], 1)
+    assert [p.stopped for p in seen] == [False]  # `up` holds back only for a stopped job
+    result = procedure_result(seen[0], seen[0].at + 60)
+    assert result.level == "warn"
+    assert "No space left on device" in result.message and "still runs" in result.message
+    assert "stopped" not in result.message and "has not finished" not in result.message
+
+    cluster.savepoint_error = None  # space freed: the same command now restarts it
+    restart.restart_job(cluster.ops, JOB, "savepoint", savepoint="sp-2")
+    assert cluster.driver == "driver-2" and gather_procedures(cluster.settings, [JOB], 1) == []

@@ -1,4 +1,4 @@
-"""The savepoint store, on real files: hard links, all-or-nothing writes, retention, restore."""
+"""The savepoint store, on real files: copies, all-or-nothing writes, retention, restore."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from streamops.exceptions import (
     UnsafeNameError,
 )
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
-from streamops.state.savepoints import create
+from streamops.state.savepoints import copying, create
 from streamops.state.savepoints.catalogue import (
     RetentionPolicy,
     apply_retention,
@@ -96,7 +96,7 @@ def savepoint_dir_names(layout: StateLayout) -> list[str]:
 
 
 # --- create ---------------------------------------------------------------------------------
-def test_create_hard_links_every_checkpoint_file(layout: StateLayout) -> None:
+def test_create_copies_every_checkpoint_file(layout: StateLayout) -> None:
     m = make(layout, "before-v2", created_by="driver-1", from_savepoint="v0")
 
     sp = layout.savepoint("before-v2")
@@ -104,7 +104,9 @@ def test_create_hard_links_every_checkpoint_file(layout: StateLayout) -> None:
     for stage in ("vehicles", "windows"):
         for rel in CHECKPOINT_FILES:
             copy, orig = sp / "stages" / stage / rel, layout.checkpoint("fleet-pings", stage) / rel
-            assert copy.stat().st_ino == orig.stat().st_ino
+            assert copy.read_bytes() == orig.read_bytes()
+            assert copy.stat().st_ino != orig.stat().st_ino
+            assert copy.stat().st_mode & 0o777 == 0o444
         for rel in SPARK_TEMP_FILES:
             assert not (sp / "stages" / stage / rel).exists()
     assert (m.name, m.job, m.version, m.created_by, m.from_savepoint, m.cancel) == (
@@ -130,38 +132,18 @@ def test_positions_list_every_stage_offset_per_source(layout: StateLayout) -> No
     }
 
 
-def test_files_are_copied_where_links_are_impossible(
-    layout: StateLayout, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    def no_link(src: Any, dst: Any) -> None:
-        raise OSError(errno.EXDEV, "Invalid cross-device link")
-
-    monkeypatch.setattr(create.os, "link", no_link)
-    with caplog.at_level(logging.WARNING, logger="streamops.state.savepoints"):
-        m = make(layout, "sp")
-    copy = layout.savepoint("sp") / "stages/vehicles/state/0/0/1.delta"
-    orig = layout.checkpoint("fleet-pings", "vehicles") / "state/0/0/1.delta"
-    assert copy.read_text() == orig.read_text()
-    assert copy.stat().st_ino != orig.stat().st_ino
-    warnings = [r.getMessage() for r in caplog.records]
-    assert sum("cannot hard-link" in w for w in warnings) == 1
-    assert f"{m.files} of {m.files} files copied instead of hard-linked" in warnings
-    verify_savepoint(layout, "sp")
-
-
 def test_a_failure_mid_copy_leaves_nothing(
     layout: StateLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_link, calls = os.link, []
+    real_copy = copying.copy_file
 
-    def failing_link(src: Any, dst: Any) -> None:
-        calls.append(src)
-        if len(calls) == 12:
-            raise OSError(errno.EIO, "Input/output error")
-        real_link(src, dst)
+    def failing_copy(src: str, dst: str, rel: str, *args: Any) -> Any:
+        if "windows" in dst and rel == "commits/1":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_copy(src, dst, rel, *args)
 
-    monkeypatch.setattr(create.os, "link", failing_link)
-    with pytest.raises(SavepointError, match="stage windows: cannot copy file commits/1: Input"):
+    monkeypatch.setattr(copying, "copy_file", failing_copy)
+    with pytest.raises(SavepointError, match="stage windows: cannot copy file commits/1: No sp"):
         make(layout, "sp")
     assert savepoint_dir_names(layout) == []
     assert list_savepoints(layout) == []
@@ -429,7 +411,8 @@ def test_restore_replaces_the_stage_checkpoint(layout: StateLayout) -> None:
     restored = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     assert restored == sorted(CHECKPOINT_FILES)
     saved = layout.savepoint("sp") / "stages/vehicles/state/0/1/1.delta"
-    assert (dest / "state/0/1/1.delta").stat().st_ino == saved.stat().st_ino
+    assert (dest / "state/0/1/1.delta").read_bytes() == saved.read_bytes()
+    assert (dest / "state/0/1/1.delta").stat().st_ino != saved.stat().st_ino
     assert sorted(p.name for p in dest.parent.iterdir()) == ["vehicles", "windows"]
 
 
@@ -461,10 +444,10 @@ def test_a_failed_restore_keeps_the_old_checkpoint(
     assert (dest / "offsets/2").read_text() == "newer"
     assert sorted(p.name for p in dest.parent.iterdir()) == ["vehicles", "windows"]
 
-    def broken_link(src: Any, dst: Any) -> None:
+    def broken_copy(*args: Any) -> None:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(create.os, "link", broken_link)
+    monkeypatch.setattr(copying, "copy_file", broken_copy)
     with pytest.raises(SavepointError, match="Input/output error"):
         restore_stage(layout, "sp", "windows", layout.checkpoint("fleet-pings", "windows"))
     assert sorted(p.name for p in dest.parent.iterdir()) == ["vehicles", "windows"]

@@ -8,12 +8,15 @@ batch boundary; the ops side (CLI, Airflow) lists, verifies, retains, deletes an
     <root>/savepoints/.<name>.partial-<pid>/         being written, never listed
     <root>/savepoints/.deleting-<name>/              being deleted, never listed
 
-Files are hard links, not copies: Spark never rewrites a checkpoint file in place (it
-writes a temporary file and renames it over), so a link keeps the bytes of the boundary
-while the job goes on, and a savepoint costs time per file, not per byte. Only the
-``sha256`` checksums read the bytes; ``checksum="size"`` records sizes only.
+Files are copies, never hard links of the checkpoint's: a link shares the inode, so a
+savepoint file truncated or edited in place would damage the running job's checkpoint too.
+Each file is read once while copied, its sha256 taken from the bytes copied (``checksum=
+"size"`` records sizes only), and made read-only (0444). A savepoint directory may be on
+another file system. A restore copies every stage out and checks it against the manifest
+before it swaps any checkpoint (:mod:`.restore`).
 
 One module a part: :mod:`.manifest` (what a savepoint holds, reading and checking its
-files), :mod:`.create` (taking one, all or nothing), :mod:`.catalogue` (listing, finding,
-verifying, deleting and the retention) and :mod:`.restore` (a stage's checkpoint from one).
+files), :mod:`.copying` (a tree copied and hashed), :mod:`.create` (taking one, all or
+nothing), :mod:`.catalogue` (listing, finding, verifying, deleting and the retention) and
+:mod:`.restore` (stages' checkpoints from one).
 """
