@@ -2,7 +2,8 @@
 # Build the classpath jar releases: java/udf/<release>/**.java, compiled with the JDK against
 # the jars of the installed pyspark, into config/jars/releases/<release>/streamops-udf.jar;
 # and the base jar every job JVM loads whatever the release: java/fs/**.java into
-# config/jars/base/streamops-fs.jar. Idempotent: a jar newer than all its sources is left alone.
+# config/jars/base/streamops-fs.jar; the master's REST token filter, java/auth into
+# config/jars/base/streamops-auth.jar. Idempotent: a jar newer than all its sources is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,3 +38,5 @@ for src in java/udf/*/; do
 done
 # on every job JVM's classpath whatever the release (plugins/streamops/cluster/local_fs.py)
 build_jar java/fs config/jars/base/streamops-fs.jar
+# the master's REST server guard, on the master's classpath (plugins/streamops/cluster/rest_auth.py)
+build_jar java/auth config/jars/base/streamops-auth.jar

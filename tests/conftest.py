@@ -1,6 +1,9 @@
 """Fixtures shared by every test: free loopback ports, the session's PostgreSQL and a throwaway
 database in it (``support.postgres``), the session's one real Spark cluster and Airflow's
 metadata database; under ``STREAMOPS_REQUIRE_ALL=1`` a skip fails (``support.require_all``).
+When the session ends, the secrets sweep (``support.secrets_sweep``) searches every file of
+the session's temporary directory (every state root, log, work dir) and Airflow's home for
+the keys and tokens, and fails the run on a finding.
 
 Airflow reads its configuration when it is first imported, so this module points it at a
 throwaway ``AIRFLOW_HOME`` (SQLite metadata, the project's ``dags/`` and ``plugins/``) before
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from support.airflow_env import configure_airflow_env
+from support.secrets_sweep import fail_session_on_leaks
 
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="streamops-airflow-"))
 configure_airflow_env(os.environ, _AIRFLOW_HOME)
@@ -35,8 +39,15 @@ if _JOBS not in _PATH:
     os.environ["PYTHONPATH"] = os.pathsep.join([_JOBS, *_PATH])
 
 
+@pytest.hookimpl(trylast=True)  # after the session's fixtures (cluster, Airflow) stopped
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+    # no key or token in any file of the session's state roots, logs and Airflow's home
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    roots = [_AIRFLOW_HOME] + ([factory.getbasetemp()] if factory is not None else [])
+    try:
+        fail_session_on_leaks(session, roots)
+    finally:
+        shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
     # Py4J closes its gateway connections when the interpreter collects them, after pytest
     # has closed the streams its log handlers write to: its INFO line would end the run with
     # a "Logging error" traceback

@@ -32,6 +32,7 @@ _ENV = {
     "dashboard_host": "STREAMOPS_DASHBOARD_HOST",
     "dashboard_port": "STREAMOPS_DASHBOARD_PORT",
     "rest_auth": "STREAMOPS_REST_AUTH",
+    "rest_token_lifetime": "STREAMOPS_REST_TOKEN_LIFETIME",
     "python": "STREAMOPS_PYTHON",
 }
 
@@ -61,6 +62,11 @@ class Settings(BaseModel):
         default="auto",
         description="a token for the master's REST server: auto = when it is not on loopback",
     )
+    rest_token_lifetime: int = Field(
+        default=600, ge=1, le=86400,
+        description="seconds a REST bearer token is good for (its exp claim); a token "
+        "replayed later is refused",
+    )  # fmt: skip
     master_patience: float = Field(
         default=0.0, ge=0,
         description="seconds a master call waits for a master that does not answer before it "

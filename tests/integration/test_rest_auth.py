@@ -3,11 +3,15 @@ server answers the project's client and refuses a request without the token or s
 another key, with a clear error; a worker given the cluster's RPC secret registers, one
 started without it is refused (``spark.authenticate``); ``spark-submit`` given the project's
 properties file is let in (the master's recovery directory, where Spark keeps the secret of
-such a submission, is private); no key is on a command line or in a log.
+such a submission, is private); no key is on a command line or in a log. A bearer token is
+good until its expiry: replayed after it, tampered, or without one, it is refused with a 401
+that says why.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
 import subprocess
@@ -15,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import jwt
 import pytest
 import requests
 
@@ -40,10 +45,11 @@ def test_the_rest_server_requires_the_token(
         status = MasterClient(settings).submission_status("driver-20990101000000-0000")
         assert not status.found  # answered: the token was accepted
         url = f"{settings.rest_url}/v1/submissions/status/driver-20990101000000-0000"
-        assert requests.get(url, timeout=10).status_code in (401, 403)
+        bare = requests.get(url, timeout=10)
+        assert bare.status_code == 401 and "missing bearer token" in bare.text
         other = settings.model_copy(update={"state_root": tmp_path / "x"})
         rest_auth.ensure_secret(other)  # another key: another cluster's
-        with pytest.raises(ClusterError, match="refused the request"):
+        with pytest.raises(ClusterError, match="server says: bearer token not signed with"):
             MasterClient(other).submission_status("driver-20990101000000-0000")
 
         # RPC: the cluster's worker (the secret in its properties file) registers; a worker
@@ -99,3 +105,47 @@ def test_the_rest_server_requires_the_token(
     finally:
         cluster.stop()
         shutil.rmtree(tmp_path / "x", ignore_errors=True)
+
+
+def test_a_token_replayed_after_its_expiry_is_refused(
+    tmp_path: Path, free_port: Callable[[], int]
+) -> None:
+    settings = Settings.from_env(
+        {}, state_root=str(tmp_path / "state"), master_port=free_port(),
+        master_webui_port=free_port(), rest_port=free_port(), rest_auth="on",
+        rest_token_lifetime=2,
+    )  # fmt: skip
+    cluster = LocalCluster(settings, ClusterProfile.from_mapping({"workers": 0}))
+    url = f"{settings.rest_url}/v1/submissions/status/driver-20990101000000-0000"
+
+    def ask(token: str) -> requests.Response:
+        return requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+
+    try:
+        cluster.start(workers=0)
+        token = rest_auth.token(settings)
+        exp = jwt.decode(token, options={"verify_signature": False})["exp"]
+        first = ask(token)
+        assert first.status_code == 200, first.text  # before its expiry: let in
+        while time.time() <= exp + 0.2:  # the edge: exp is a whole second
+            time.sleep(0.1)
+        replayed = ask(token)
+        assert replayed.status_code == 401, replayed.text
+        assert "bearer token expired at" in replayed.text, replayed.text
+        assert token not in replayed.text
+
+        head, body, sig = rest_auth.token(settings).split(".")
+        claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        claims["exp"] += 86400  # a day more, without the key
+        forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+        tampered = ask(f"{head}.{forged}.{sig}")
+        assert tampered.status_code == 401
+        assert "not signed with this cluster's key" in tampered.text, tampered.text
+
+        key = rest_auth.ensure_secret(settings)
+        raw = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
+        forever = ask(jwt.encode({"sub": "streamops"}, raw, algorithm="HS256"))
+        assert forever.status_code == 401 and "without an expiry" in forever.text, forever.text
+        assert not MasterClient(settings).submission_status("driver-20990101000000-0000").found
+    finally:
+        cluster.stop()

@@ -257,11 +257,13 @@ class MasterClient:
                 f"check its log under <state>/cluster/logs/master.log"
             ) from exc
         if response.status_code in (401, 403) and url.startswith(self.rest_url):
+            said = response.text.strip().splitlines()[:1] if response.status_code == 401 else []
             raise ClusterError(
                 f"the master's REST server at {self.rest_url} refused the request (HTTP "
                 f"{response.status_code}): it requires a token signed with the key in "
-                f"{rest_auth.secret_file(self.settings)}, and this one was missing or "
-                "signed with another key (a state root other than the cluster's?)"
+                f"{rest_auth.secret_file(self.settings)}, and this one was missing, expired "
+                "or signed with another key (a state root other than the cluster's?)"
+                + (f"; the server says: {said[0][:300]}" if said else "")
             )
         try:
             payload = response.json()

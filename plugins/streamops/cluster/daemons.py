@@ -9,6 +9,7 @@ and stopping them is generic to every process of the state root (:mod:`streamops
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -111,6 +112,8 @@ def master_spec(settings: Settings, profile: ClusterProfile, install: SparkInsta
         path = settings.layout.cluster_dir / "master-auth.properties"
         argv = (*argv, "--properties-file", str(rest_auth.write_properties(path, auth, settings)))
     env = base_env(settings, profile, install)
+    if jar := rest_auth.master_classpath(settings):  # the REST server's token filter
+        env["SPARK_DIST_CLASSPATH"] += os.pathsep + jar
     env[DAEMON_MARKER] = MASTER_NAME
     env["SPARK_MASTER_OPTS"] = format_java_opts(master_properties(settings, profile))
     ports = {"rpc": settings.master_port, "webui": settings.master_webui_port,

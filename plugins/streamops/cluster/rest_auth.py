@@ -1,8 +1,14 @@
 """A token for the master's REST submission server when it is reachable beyond loopback.
 
 Anyone who can reach Spark's REST server can submit a driver, which runs any code on the
-cluster. Spark 4 guards it with ``org.apache.spark.ui.JWSFilter``: every request must carry
-``Authorization: Bearer <JWS>``, a token signed (HS256) with the filter's secret key.
+cluster. A servlet filter guards it: every request must carry ``Authorization: Bearer <JWS>``,
+a token signed (HS256) with the cluster's key and carrying an expiry (``exp``, the setting
+``rest_token_lifetime``, 10 minutes by default; the client signs a new token per request),
+so a token seen once cannot be replayed for ever. The filter is the project's
+``streamops.auth.TokenFilter`` (``java/auth``, built by ``scripts/build_jars.sh``): a refused
+request gets a 401 that says why (no token, another key or tampered, no expiry, expired).
+Without its jar the master falls back to Spark's ``JWSFilter`` with ``requireExpiration``:
+tokens still expire, but a refusal is a bare 403 "JWT Validate Fail".
 
 ``rest_auth`` (setting ``STREAMOPS_REST_AUTH``): ``auto`` (the default) turns it on when the
 master listens on anything but loopback, ``on`` always, ``off`` never. The key is created
@@ -15,8 +21,10 @@ the key, and nothing prints it. The master reads it from a properties file of it
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import secrets
+import time
 from pathlib import Path
 
 import jwt
@@ -25,7 +33,11 @@ from streamops.exceptions import ConfigError
 from streamops.hosts import is_loopback
 from streamops.settings import Settings
 
-FILTER = "org.apache.spark.ui.JWSFilter"
+FILTER = "streamops.auth.TokenFilter"
+SPARK_FILTER = "org.apache.spark.ui.JWSFilter"
+"""The fallback when :data:`FILTER`'s jar is not built (403 whatever the reason)."""
+
+log = logging.getLogger(__name__)
 
 
 def enabled(settings: Settings) -> bool:
@@ -71,19 +83,39 @@ def write_properties(path: Path, props: dict[str, str], settings: Settings) -> P
     return path
 
 
+def filter_jar(settings: Settings) -> Path:
+    """Where ``scripts/build_jars.sh`` puts :data:`FILTER`'s jar."""
+    return settings.config_dir / "jars" / "base" / "streamops-auth.jar"
+
+
+def master_classpath(settings: Settings) -> str | None:
+    """The filter's jar, for the master's classpath (None when no token is required or the
+    jar is not built)."""
+    jar = filter_jar(settings)
+    return str(jar) if enabled(settings) and jar.is_file() else None
+
+
 def master_properties(settings: Settings) -> dict[str, str]:
     """The filter and its key, for the master's properties file ({} when no token is
     required)."""
     if not enabled(settings):
         return {}
     key = ensure_secret(settings)
-    return {"spark.master.rest.filters": FILTER, f"spark.{FILTER}.param.secretKey": key}
+    if master_classpath(settings):
+        return {"spark.master.rest.filters": FILTER, f"spark.{FILTER}.param.secretKey": key}
+    log.warning(
+        "the REST token filter's jar %s is not built (run scripts/build_jars.sh): the master "
+        "uses Spark's %s instead; tokens still expire, but a refusal does not say why",
+        filter_jar(settings), SPARK_FILTER,
+    )
+    return {"spark.master.rest.filters": SPARK_FILTER,
+            f"spark.{SPARK_FILTER}.param.secretKey": key,
+            f"spark.{SPARK_FILTER}.param.requireExpiration": "true"}  # fmt: skip
 
 
-def headers(settings: Settings) -> dict[str, str]:
-    """The ``Authorization`` header for the REST server ({} when it needs none)."""
-    if not enabled(settings):
-        return {}
+def token(settings: Settings, now: float | None = None) -> str:
+    """A bearer token signed with the cluster's key, good for ``rest_token_lifetime``
+    seconds from ``now`` (default: the clock)."""
     path = secret_file(settings)
     if not path.is_file():
         raise ConfigError(
@@ -92,5 +124,13 @@ def headers(settings: Settings) -> dict[str, str]:
         )
     key = path.read_text(encoding="ascii").strip()
     raw = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
-    token = jwt.encode({"sub": "streamops"}, raw, algorithm="HS256")
-    return {"Authorization": f"Bearer {token}"}
+    issued = int(time.time() if now is None else now)
+    claims = {"sub": "streamops", "iat": issued, "exp": issued + settings.rest_token_lifetime}
+    return jwt.encode(claims, raw, algorithm="HS256")
+
+
+def headers(settings: Settings) -> dict[str, str]:
+    """The ``Authorization`` header for the REST server ({} when it needs none)."""
+    if not enabled(settings):
+        return {}
+    return {"Authorization": f"Bearer {token(settings)}"}

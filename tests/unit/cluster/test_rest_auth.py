@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,27 @@ def test_the_key_is_made_once_private_and_signs_the_header(tmp_path: Path) -> No
     header = rest_auth.headers(s)["Authorization"]
     assert header.startswith("Bearer ")
     raw = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
-    assert jwt.decode(header.split()[1], raw, algorithms=["HS256"])["sub"] == "streamops"
+    claims = jwt.decode(header.split()[1], raw, algorithms=["HS256"])
+    assert claims["sub"] == "streamops"
+    assert claims["exp"] - claims["iat"] == s.rest_token_lifetime == 600  # 10 min by default
     with pytest.raises(jwt.InvalidSignatureError):
         jwt.decode(header.split()[1], b"x" * 32, algorithms=["HS256"])
     assert rest_auth.headers(settings(tmp_path / "other")) == {}  # loopback, auto
+
+
+def test_a_token_expires_after_its_lifetime(tmp_path: Path) -> None:
+    s = settings(tmp_path, rest_auth="on", rest_token_lifetime=30)
+    key = rest_auth.ensure_secret(s)
+    raw = base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
+    token = rest_auth.token(s, now=1_000_000.0)
+    claims = jwt.decode(token, raw, algorithms=["HS256"], options={"verify_exp": False})
+    assert (claims["iat"], claims["exp"]) == (1_000_000, 1_000_030)
+    with pytest.raises(jwt.ExpiredSignatureError):  # replayed long after: refused
+        jwt.decode(token, raw, algorithms=["HS256"])
+    fresh = rest_auth.token(s)
+    assert jwt.decode(fresh, raw, algorithms=["HS256"])["exp"] > time.time()
+    with pytest.raises(ConfigError, match="STREAMOPS_REST_TOKEN_LIFETIME"):
+        Settings.from_env({"STREAMOPS_REST_TOKEN_LIFETIME": "0"})
 
 
 def test_a_client_without_the_key_says_where_it_is(tmp_path: Path) -> None:
@@ -68,25 +86,43 @@ def test_the_master_reads_the_key_from_a_file_never_its_command_line(tmp_path: P
     props = Path(spec.argv[-1])
     assert stat.S_IMODE(props.stat().st_mode) == 0o600
     text = props.read_text()
-    assert f"spark.{rest_auth.FILTER}.param.secretKey={key}" in text
+    # the jar of the project's filter is not built in this config dir: Spark's filter, which
+    # still requires an expiry
+    assert f"spark.{rest_auth.SPARK_FILTER}.param.secretKey={key}" in text
+    assert f"spark.{rest_auth.SPARK_FILTER}.param.requireExpiration=true" in text
     assert "spark.master.rest.filters=org.apache.spark.ui.JWSFilter" in text
     assert "spark.ui.killEnabled false" in text  # the defaults the file replaces
     assert key not in " ".join(spec.argv) and key not in str(spec.env)
     plain = daemons.master_spec(settings(tmp_path / "lo"), ClusterProfile(), install)
     assert "--properties-file" not in plain.argv
+    assert "streamops-auth" not in plain.env["SPARK_DIST_CLASSPATH"]
+
+
+def test_the_master_loads_the_projects_filter_when_its_jar_is_built(tmp_path: Path) -> None:
+    s = settings(tmp_path, master_host="10.0.0.5")
+    rest_auth.filter_jar(s).parent.mkdir(parents=True)
+    rest_auth.filter_jar(s).write_bytes(b"PK")
+    install = SparkInstall(home=tmp_path / "spark", version="4.3.0", scala_version="2.13")
+    spec = daemons.master_spec(s, ClusterProfile(), install)
+    text = Path(spec.argv[-1]).read_text()
+    assert "spark.master.rest.filters=streamops.auth.TokenFilter" in text
+    assert "requireExpiration" not in text
+    assert spec.env["SPARK_DIST_CLASSPATH"].endswith(f":{rest_auth.filter_jar(s)}")
 
 
 class Refusing:
-    """Answers like Spark's JWSFilter without a valid token."""
+    """Answers like Spark's JWSFilter (403) or the project's filter (401, a reason) without a
+    valid token."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int = 403, body: bytes = b"<html>Forbidden</html>") -> None:
         self.headers: dict[str, str] = {}
+        self.status, self.body = status, body
 
     def request(self, method: str, url: str, **kwargs: Any) -> requests.Response:
         self.headers = dict(kwargs.get("headers") or {})
         response = requests.Response()
-        response.status_code = 403
-        response._content = b"<html>Forbidden</html>"
+        response.status_code = self.status
+        response._content = self.body
         return response
 
 
@@ -101,3 +137,13 @@ def test_the_client_sends_the_token_and_names_a_refusal(tmp_path: Path) -> None:
     with pytest.raises(ClusterError, match="without JSON"):  # the web UI needs no token
         client.state()
     assert "Authorization" not in http.headers
+
+
+def test_the_client_repeats_the_servers_reason(tmp_path: Path) -> None:
+    s = settings(tmp_path, rest_auth="on")
+    rest_auth.ensure_secret(s)
+    http = Refusing(401, b"bearer token expired at 2026-01-01T00:00:00Z (now ...)\nmore")
+    client = MasterClient(s, session=http)  # type: ignore[arg-type]
+    with pytest.raises(ClusterError, match=r"server says: bearer token expired at 2026") as e:
+        client.submission_status("driver-1")
+    assert "more" not in str(e.value)
