@@ -19,6 +19,7 @@ import time
 from support.chaos.actions import Action, Inflicted
 from support.chaos.airflow_fault import airflow_db_killed
 from support.chaos.handover_fault import master_mid_handover, node_mid_handover
+from support.chaos.judge import loss_problems
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
 from support.faults import (
     driver_jvm_pid,
@@ -194,8 +195,22 @@ def beta_log_lost(world: ChaosWorld, rng: random.Random) -> Inflicted:
                describe=world.describe)  # fmt: skip
     world.losses.append(AcceptedLoss(len(world.beta_histories) - 1,
                                      _read_until(world, old_stream), emitted))  # fmt: skip
+    journal = [r.sequence for r in read_journal(world.beta_histories[-2])]
+    problems = loss_problems(journal, world.losses[-1].read_until,
+                             recorded_losses(world, old_stream))  # fmt: skip
+    assert not problems, "the accepted loss, recomputed from the journal: " + "; ".join(problems)
     lost = {s: world.losses[-1].lost(s) for s in STAGES}
     return Inflicted(at, f"{note} (records of the old stream not read, per stage: {lost})")
+
+
+def recorded_losses(world: ChaosWorld, stream: str) -> list[dict]:
+    """The losses of ``stream`` the job's sources recorded (``spark_jobs.sources.source_state``:
+    ``<state_dir>/<source id>/<pid>.json``, ``losses``)."""
+    found = []
+    for path in sorted(world.settings.layout.sources_state_dir(world.job).rglob("*.json")):
+        doc = read_json(path) or {}
+        found += [e for e in doc.get("losses") or [] if e.get("old_stream") == stream]
+    return found
 
 
 def _read_until(world: ChaosWorld, stream: str) -> dict[str, int]:

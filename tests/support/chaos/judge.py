@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from support.chaos.actions import Action
 from support.oracle import Comparison
@@ -115,3 +116,25 @@ def _counted_twice(expected: object, row: object) -> bool:
     if pings is None or not isinstance(row, dict) or "pings" not in row:
         return False
     return int(row["pings"]) > int(pings)
+
+
+def loss_problems(sequences: Sequence[int], read_until: dict[str, int],
+                  recorded: Sequence[dict[str, Any]]) -> list[str]:  # fmt: skip
+    """An accepted loss, recomputed: per stage, the records of the lost history's journal
+    (``sequences``) after what the stage had read (``read_until``, from its checkpoint) must
+    be what the product recorded it skipped (``recorded``: the source's ``losses`` for that
+    stream, ``committed`` the sequence it had read up to). Empty when they agree."""
+    problems = []
+    committed = sorted({int(r.get("committed", -1)) for r in recorded})
+    if not recorded:
+        problems.append("the product recorded no loss of the lost stream")
+    elif committed != sorted(set(read_until.values())):
+        problems.append(f"the product recorded losses after sequences {committed}; the stages' "
+                        f"checkpoints had read up to {read_until}")  # fmt: skip
+    for stage, until in read_until.items():
+        journal = sum(1 for s in sequences if s > until)
+        counted = max(0, max(sequences, default=0) - until)
+        if journal != counted:
+            problems.append(f"{stage}: the journal holds {journal} records after sequence "
+                            f"{until}, the loss counted {counted}")  # fmt: skip
+    return problems

@@ -19,6 +19,7 @@ from support.chaos.judge import (
     HEALTH_OK_S,
     MAX_REDRAWS,
     choose,
+    loss_problems,
     recovery_problem,
     tally,
     wait_health_ok,
@@ -149,3 +150,18 @@ def _windows() -> Comparison:
 def test_duplicates_are_counted_apart_from_unexpected_keys_and_other_differences() -> None:
     found = tally([_windows()])
     assert (found.missing, found.unexpected, found.duplicated, found.different) == (1, 2, 1, 2)
+
+
+# -- an accepted loss, recomputed from the journal ----------------------------------------
+def test_an_accepted_loss_must_equal_what_the_product_recorded() -> None:
+    """The loss was read from the product's own checkpoint alone, with nothing to bound it."""
+    journal = list(range(1, 101))
+    until = {"vehicles": 70, "vehicle-stats-1m": 64}
+    recorded = [{"old_stream": "s1", "committed": 70}, {"old_stream": "s1", "committed": 64}]
+    assert loss_problems(journal, until, recorded) == []
+    wrong = loss_problems(journal, until, [{"old_stream": "s1", "committed": 40}])
+    assert wrong and "sequences [40]" in wrong[0]
+    assert loss_problems(journal, until, []) == ["the product recorded no loss of the lost stream"]
+    gappy = loss_problems([*range(1, 80), 100], until, recorded)  # 80-99 never in the journal
+    assert any("vehicles: the journal holds 10 records after sequence 70, the loss counted 30"
+               in p for p in gappy)  # fmt: skip
