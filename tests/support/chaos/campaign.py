@@ -40,6 +40,13 @@ from streamops.health.report import Level, Thresholds
 STALLED_S = 60.0
 """A stage without a commit for this long is stalled (health must not be OK then)."""
 THRESHOLDS = Thresholds(max_batch_age=45.0)
+AFTER_STEP = Thresholds(max_batch_age=45.0, recent_loss_window=1.0)
+"""Health's thresholds for "OK again" after a step: a loss the step accepted or a late file
+it caused is reported OK with its count (it warns for an hour by default, by design), so what
+must be OK again is the job, its stages, its sources and the cluster."""
+PRECONDITION_WAIT_S = 30.0
+"""A named step waits this long for its precondition (a node given back by the previous step
+registering again) before it fails."""
 
 
 def draw(seed: int, steps: int, short: bool, world: ChaosWorld | None = None) -> list[Action]:
@@ -230,10 +237,19 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
 
 
 def _health(world: ChaosWorld) -> tuple[str, str]:
-    report = run_checks(world.settings, THRESHOLDS)
+    report = run_checks(world.settings, AFTER_STEP)
     failing = [f"{r.group}/{r.name}: {r.message}" for r in report.results
                if r.level is not Level.OK][:3]  # fmt: skip
     return report.level.value, "; ".join(failing)
+
+
+def _holds(action: Action, world: ChaosWorld, wait: float) -> bool:
+    deadline = time.monotonic() + wait
+    while not action.needs(world):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(1.0)
+    return True
 
 
 def run_campaign(world: ChaosWorld, seed: int, steps: int, *, short: bool,
@@ -249,8 +265,9 @@ def run_campaign(world: ChaosWorld, seed: int, steps: int, *, short: bool,
     watch = HealthWatch(world)
     watch.start()
     try:
+        wait = 0.0 if not only else PRECONDITION_WAIT_S
         for number, drawn in enumerate(actions, start=1):
-            action, failed = choose(drawn, pool, lambda a: bool(a.needs(world)), redraw_rng,
+            action, failed = choose(drawn, pool, lambda a: _holds(a, world, wait), redraw_rng,
                                     redraw=not only)  # fmt: skip
             if action is None:
                 report = StepReport(number, drawn.name, drawn.kind, error="its precondition "

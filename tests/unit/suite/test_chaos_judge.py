@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
+from support.chaos import campaign
 from support.chaos.actions import Action, Inflicted
 from support.chaos.campaign import run_campaign
 from support.chaos.catalogue import BY_NAME, CATALOGUE
@@ -46,10 +47,11 @@ def _noop(world: object, rng: random.Random) -> Inflicted:
 
 # -- a precondition that fails ------------------------------------------------------------
 def test_a_named_step_whose_precondition_fails_fails_and_says_it_did_not_run(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``node`` needs two live workers; a cluster with one: the step fails (it was counted
     as passed, ``skipped``)."""
+    monkeypatch.setattr(campaign, "PRECONDITION_WAIT_S", 0.5)
     workers = [SimpleNamespace(id="worker-1", state="ALIVE")]
     client = SimpleNamespace(workers=lambda: workers)
     world = SimpleNamespace(registry=SimpleNamespace(client=client),
