@@ -3,10 +3,16 @@ whole catalogue (``tests/support/chaos/catalogue.py``: the short campaign's, plu
 2 → 3 → 2, upgrade v1 → v2 and back, a full cluster restart switching the jar release), one
 after another on one fleet-pings job while both simulators flow, with the oracle and health
 judged after every step. Prints a line per step, then a table per fault kind: count, median
-and worst time until every stage committed again, lost / extra / different rows (extra: keys
-a sink holds that it should not; a record counted twice in a window shows as a different
-row), the health verdicts seen while the job was down. Exits 1 if a step failed (its seed
+and worst time until every stage committed again (and the kind's bound), the worst time
+until health said OK again, lost / extra / dup / different rows (extra: keys a sink holds
+that it should not; dup: windows that counted a record twice; diff: other rows that differ),
+the health verdicts seen while the job was down. Exits 1 if a step failed (its seed
 replays it).
+
+The store is on an embedded PostgreSQL by default (``--no-postgres``: SQLite), so
+``store-down`` is drawn; ``standby-node`` and ``primary-twice`` are drawn only with
+``--standby hot`` (three workers). Kinds whose world does not exist are never drawn, and the
+soak says which at its start; a drawn kind whose precondition fails is drawn again.
 
     .venv/bin/python tests/perf/chaos_soak.py --steps 60 --seed 7
     .venv/bin/python tests/perf/chaos_soak.py --only node,node,master   # these, in order
@@ -16,7 +22,6 @@ replays it).
 from __future__ import annotations
 
 import argparse
-import re
 import signal
 import statistics
 import sys
@@ -26,7 +31,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from harness import discard, free_port, python_loop_seconds
-from support.chaos.campaign import StepReport, replay_hint, run_campaign
+from support.chaos.campaign import StepReport, pool_of, replay_hint, run_campaign
+from support.chaos.catalogue import CATALOGUE
+from support.chaos.judge import Tally
 from support.chaos.world import ChaosWorld
 from support.integration import ClusterHandle
 from support.postgres import postgres_server, throwaway_database
@@ -43,42 +50,31 @@ def _exit(signum: int, frame: object) -> None:
 
 
 def table(reports: list[StepReport]) -> str:
-    rows = ["| fault | count | failed | every stage again: median / worst | longest gap: "
-            "median / worst | lost / extra / diff | health while down |",
-            "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name in sorted({r.action for r in reports if not r.skipped}):
-        mine = [r for r in reports if r.action == name and not r.skipped]
+    rows = ["| fault | count | failed | every stage again: median / worst (bound) | longest gap: "
+            "median / worst | health OK again: worst | lost / extra / dup / diff "
+            "| health while down |",
+            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name in sorted({r.action for r in reports}):
+        mine = [r for r in reports if r.action == name]
         times = [r.recovery_s for r in mine if r.recovery_s is not None]
-        med = f"{statistics.median(times):.1f} / {max(times):.1f} s" if times else "-"
+        bound = next((f" ({r.bound_s:.0f} s)" for r in mine if r.bound_s is not None), "")
+        med = f"{statistics.median(times):.1f} / {max(times):.1f} s{bound}" if times else "-"
         gaps = [r.gap_s for r in mine if r.gap_s is not None]
         gap = f"{statistics.median(gaps):.1f} / {max(gaps):.1f} s" if gaps else "-"
-        lost = extra = diff = 0
+        oks = [r.health_ok_s for r in mine if r.health_ok_s is not None]
+        health = f"{max(oks):.1f} s" if oks else "-"
+        found = Tally()
         for r in mine:
-            for summary in r.oracle:
-                missing, unexpected, different = oracle_counts(summary)
-                lost, extra, diff = lost + missing, extra + unexpected, diff + different
+            found = found.add(r.tally)
         verdicts: dict[str, int] = {}
         for r in mine:
             for level, n in r.verdicts_down.items():
                 verdicts[level] = verdicts.get(level, 0) + n
         seen = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "-"
         rows.append(f"| {name} | {len(mine)} | {sum(not r.ok for r in mine)} | {med} | {gap} | "
-                    f"{lost} / {extra} / {diff} | {seen} |")  # fmt: skip
-    skipped = sorted({r.action for r in reports if r.skipped})
-    if skipped:
-        rows.append(f"\nskipped (their precondition did not hold): {', '.join(skipped)}")
+                    f"{health} | {found.missing} / {found.unexpected} / {found.duplicated} / "
+                    f"{found.different} | {seen} |")  # fmt: skip
     return "\n".join(rows)
-
-
-_COUNTS = re.compile(r"(\d+) missing, (\d+) unexpected, (\d+) different")
-
-
-def oracle_counts(summary: str) -> tuple[int, int, int]:
-    """Rows missing, unexpected (extra: keys the sink should not hold) and different in one
-    comparison's summary (``support.oracle.Comparison.summary``: its first line holds the
-    counts, sample rows may follow on the next)."""
-    found = _COUNTS.search(summary.splitlines()[0] if summary else "")
-    return (int(found[1]), int(found[2]), int(found[3])) if found else (0, 0, 0)
 
 
 def main() -> int:
@@ -96,10 +92,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--postgres",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="the store on a throwaway database of an embedded PostgreSQL (or of "
-        "STREAMOPS_TEST_PG_URL) "
-        "reached through a link the campaign cuts (store-down is drawn)",
+        "STREAMOPS_TEST_PG_URL) reached through a link the campaign cuts (store-down is "
+        "drawn); --no-postgres: SQLite, store-down never drawn",
     )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit)
@@ -140,6 +137,8 @@ def main() -> int:
             airflow_port=free_port(),
         )
         world.start()
+        absent = sorted({a.name for a in CATALOGUE} - {a.name for a in pool_of(False, world)})
+        print(f"never drawn in this world: {', '.join(absent) or 'none'}", flush=True)
         submit_job(world.spec(), settings, wait_healthy=300)
         run_campaign(world, args.seed, len(only) or args.steps, short=False, only=only,
                      out=reports, stop_at_failure=not args.keep_going)  # fmt: skip

@@ -27,3 +27,10 @@ class Action:
     run: Callable[[ChaosWorld, random.Random], Inflicted]
     short: bool = True  # drawn by the short campaign too
     needs: Callable[[ChaosWorld], bool] = field(default=lambda world: True)
+    recover_s: float = 30.0
+    """Every stage must commit again within this long of the fault (or the procedure's
+    start): the kind's goal, with the margin this 2-core machine needs."""
+    exists: Callable[[ChaosWorld], bool] = field(default=lambda world: True)
+    """Whether the world has what the action acts on at all (a PostgreSQL store, a hot
+    standby, three workers): an action whose world does not exist is never drawn, while
+    ``needs`` is its precondition of the moment (redrawn, or failing the step)."""

@@ -1,15 +1,20 @@
 """A seeded chaos campaign: actions drawn from the catalogue, one after another on one job
 while both simulators flow, and after each step three judgements:
 
-- the time until every stage commits a batch again (the job left down is a failure), and
-  the longest time without any committed batch from the fault to then (a procedure's gap);
+- the time until every stage commits a batch again, within the bound the action's kind
+  declares (``Action.recover_s``; printed per step), and the longest time without any
+  committed batch from the fault to then (a procedure's gap); then health back to OK within
+  :data:`~support.chaos.judge.HEALTH_OK_S`;
 - health's verdicts, sampled every couple of seconds through the step: never OK while the
   declared job has no live driver, or while a stage has not committed for longer than
   :data:`STALLED_S` outside the oracle's hold;
 - the oracle: every sink equal to its recomputation over the records its stage was given
   (0 lost, 0 duplicated, 0 different; an accepted loss is counted, per stage, apart).
 
-A failure names the seed and the step; the same seed draws the same actions.
+A drawn action whose precondition does not hold is drawn again (a bounded number of times,
+:func:`~support.chaos.judge.choose`); an action named in ``only`` whose precondition does
+not hold fails its step. No step passes without having run. A failure names the seed and
+the step; the same seed draws the same actions.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from support.chaos.catalogue import BY_NAME, CATALOGUE, Action
+from support.chaos.judge import Tally, choose, recovery_problem, tally, wait_health_ok
 from support.chaos.world import STAGES, ChaosWorld
 from support.faults import next_batches
 from support.gaps import processing_gap
@@ -33,21 +39,33 @@ from streamops.health.report import Level, Thresholds
 
 STALLED_S = 60.0
 """A stage without a commit for this long is stalled (health must not be OK then)."""
-RECOVERY_TIMEOUT_S = 240.0
 THRESHOLDS = Thresholds(max_batch_age=45.0)
+AFTER_STEP = Thresholds(max_batch_age=45.0, recent_loss_window=1.0)
+"""Health's thresholds for "OK again" after a step: a loss the step accepted or a late file
+it caused is reported OK with its count (it warns for an hour by default, by design), so what
+must be OK again is the job, its stages, its sources and the cluster."""
+PRECONDITION_WAIT_S = 30.0
+"""A named step waits this long for its precondition (a node given back by the previous step
+registering again) before it fails."""
 
 
-def draw(seed: int, steps: int, short: bool) -> list[Action]:
+def draw(seed: int, steps: int, short: bool, world: ChaosWorld | None = None) -> list[Action]:
     """The actions of a campaign: a shuffled round of every kind (of the short ones for a
-    short campaign), then the next round, so a campaign of N steps covers min(N, kinds)."""
+    short campaign; of those whose world exists, given ``world``), then the next round, so a
+    campaign of N steps covers min(N, kinds)."""
     rng = random.Random(seed)
-    pool = [a for a in CATALOGUE if a.short or not short]
+    pool = pool_of(short, world)
     out: list[Action] = []
     while len(out) < steps:
         round_ = pool[:]
         rng.shuffle(round_)
         out += round_
     return out[:steps]
+
+
+def pool_of(short: bool, world: ChaosWorld | None) -> list[Action]:
+    return [a for a in CATALOGUE if (a.short or not short)
+            and (world is None or a.exists(world))]  # fmt: skip
 
 
 @dataclass
@@ -74,7 +92,9 @@ class StepReport:
     verdicts_down: dict[str, int] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     error: str = ""
-    skipped: bool = False
+    bound_s: float | None = None
+    health_ok_s: float | None = None
+    tally: Tally = field(default_factory=Tally)
 
     @property
     def ok(self) -> bool:
@@ -82,11 +102,15 @@ class StepReport:
 
     def line(self) -> str:
         rec = "-" if self.recovery_s is None else f"{self.recovery_s:.1f} s"
+        if self.bound_s is not None:
+            rec += f" (bound {self.bound_s:.0f} s)"
+        health = "-" if self.health_ok_s is None else f"{self.health_ok_s:.1f} s"
         gap = "-" if self.gap_s is None else f"{self.gap_s:.1f} s"
         down = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts_down.items())) or "none"
         state = "ok" if self.ok else "FAILED"
         text = (f"step {self.number:2d} {self.action:18s} {state:6s} every stage again {rec:8s}"
-                f" longest gap {gap:8s} health while down: {down}; {self.note}")  # fmt: skip
+                f" longest gap {gap:8s} health OK again {health}, while down: {down};"
+                f" {self.note}")  # fmt: skip
         for problem in [self.error, *self.violations, *([] if self.oracle_ok else self.oracle)]:
             if problem:
                 text += f"\n      {problem}"
@@ -179,20 +203,24 @@ def judge_health(samples: Sequence[Sample]) -> tuple[dict[str, int], list[str]]:
 
 def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
              rng: random.Random) -> StepReport:  # fmt: skip
-    report = StepReport(number, action.name, action.kind)
+    report = StepReport(number, action.name, action.kind, bound_s=action.recover_s)
     t0 = time.time()
     try:
         inflicted = action.run(world, rng)
         report.note = inflicted.note
-        report.recovery_s = float(wait_until(
+        report.recovery_s = float(wait_until(  # waited past the bound, to print the figure
             lambda: next_batches(world.cluster, world.job, inflicted.at, set(STAGES)),
-            RECOVERY_TIMEOUT_S, f"every stage to commit again after {action.name}",
-            interval=0.5, describe=world.describe,
+            max(2 * action.recover_s, action.recover_s + 60),
+            f"every stage to commit again after {action.name}", interval=0.5,
+            describe=world.describe,
         ))  # type: ignore[arg-type]  # fmt: skip
+        late = recovery_problem(action, report.recovery_s)
         report.gap_s = processing_gap(world.settings.layout, world.job, inflicted.at,
                                       inflicted.at + report.recovery_s)
         if inflicted.then is not None:
             inflicted.then()
+        report.health_ok_s, not_ok = wait_health_ok(lambda: _health(world))
+        report.error = "; ".join(p for p in (late, not_ok) if p)
         watch.held.set()
         try:
             comparisons, report.catch_up_s = world.check()
@@ -200,35 +228,63 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
             watch.held.clear()
         report.oracle = [c.summary() for c in comparisons]
         report.oracle_ok = all(c.ok for c in comparisons)
+        report.tally = tally(comparisons)
     except Exception as exc:  # noqa: BLE001 - reported with the seed by the caller
-        report.error = f"{type(exc).__name__}: {exc}"[:2000]
+        report.error = "; ".join(p for p in (report.error, f"{type(exc).__name__}: {exc}"[:2000])
+                                 if p)  # fmt: skip
     report.verdicts_down, report.violations = judge_health(watch.between(t0, time.time()))
     return report
+
+
+def _health(world: ChaosWorld) -> tuple[str, str]:
+    report = run_checks(world.settings, AFTER_STEP)
+    failing = [f"{r.group}/{r.name}: {r.message}" for r in report.results
+               if r.level is not Level.OK][:3]  # fmt: skip
+    return report.level.value, "; ".join(failing)
+
+
+def _holds(action: Action, world: ChaosWorld, wait: float) -> bool:
+    deadline = time.monotonic() + wait
+    while not action.needs(world):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(1.0)
+    return True
 
 
 def run_campaign(world: ChaosWorld, seed: int, steps: int, *, short: bool,
                  only: Sequence[str] = (), out: list[StepReport] | None = None,
                  stop_at_failure: bool = True) -> list[StepReport]:  # fmt: skip
-    """Run ``steps`` drawn actions (or the actions named in ``only``, in that order)."""
-    actions = [BY_NAME[n] for n in only] if only else draw(seed, steps, short)
+    """Run ``steps`` drawn actions (or the actions named in ``only``, in that order). A drawn
+    action whose precondition fails is drawn again; a named one fails its step."""
+    actions = [BY_NAME[n] for n in only] if only else draw(seed, steps, short, world)
+    pool = pool_of(short, world)
     rng = random.Random(seed * 7919 + 1)
+    redraw_rng = random.Random(seed * 104729 + 3)
     reports = out if out is not None else []
     watch = HealthWatch(world)
     watch.start()
     try:
-        for number, action in enumerate(actions, start=1):
-            if not action.needs(world):
-                reports.append(StepReport(number, action.name, action.kind, note="skipped: "
-                                          "its precondition does not hold", oracle_ok=True,
-                                          skipped=True))
-                continue
-            report = run_step(world, watch, number, action, rng)
+        wait = 0.0 if not only else PRECONDITION_WAIT_S
+        for number, drawn in enumerate(actions, start=1):
+            action, failed = choose(drawn, pool, lambda a: _holds(a, world, wait), redraw_rng,
+                                    redraw=not only)  # fmt: skip
+            if action is None:
+                report = StepReport(number, drawn.name, drawn.kind, error="its precondition "
+                                    f"does not hold (tried {', '.join(failed)}): not run")
+            else:
+                report = run_step(world, watch, number, action, rng)
+                if failed:
+                    report.note += f" (drawn instead of {', '.join(failed)}: precondition)"
             reports.append(report)
             print(report.line(), flush=True)
             if not report.ok and stop_at_failure:
                 break
     finally:
         watch.stop()
+    ran = [r.action for r in reports if r.recovery_s is not None]
+    print(f"steps run to their judgement: {len(ran)} of {len(actions)}: {', '.join(ran)}",
+          flush=True)  # fmt: skip
     return reports
 
 

@@ -19,6 +19,7 @@ import time
 from support.chaos.actions import Action, Inflicted
 from support.chaos.airflow_fault import airflow_db_killed
 from support.chaos.handover_fault import master_mid_handover, node_mid_handover
+from support.chaos.judge import loss_problems
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
 from support.faults import (
     driver_jvm_pid,
@@ -194,8 +195,22 @@ def beta_log_lost(world: ChaosWorld, rng: random.Random) -> Inflicted:
                describe=world.describe)  # fmt: skip
     world.losses.append(AcceptedLoss(len(world.beta_histories) - 1,
                                      _read_until(world, old_stream), emitted))  # fmt: skip
+    journal = [r.sequence for r in read_journal(world.beta_histories[-2])]
+    problems = loss_problems(journal, world.losses[-1].read_until,
+                             recorded_losses(world, old_stream))  # fmt: skip
+    assert not problems, "the accepted loss, recomputed from the journal: " + "; ".join(problems)
     lost = {s: world.losses[-1].lost(s) for s in STAGES}
     return Inflicted(at, f"{note} (records of the old stream not read, per stage: {lost})")
+
+
+def recorded_losses(world: ChaosWorld, stream: str) -> list[dict]:
+    """The losses of ``stream`` the job's sources recorded (``spark_jobs.sources.source_state``:
+    ``<state_dir>/<source id>/<pid>.json``, ``losses``)."""
+    found = []
+    for path in sorted(world.settings.layout.sources_state_dir(world.job).rglob("*.json")):
+        doc = read_json(path) or {}
+        found += [e for e in doc.get("losses") or [] if e.get("old_stream") == stream]
+    return found
 
 
 def _read_until(world: ChaosWorld, stream: str) -> dict[str, int]:
@@ -308,30 +323,34 @@ def _two_workers(world: ChaosWorld) -> bool:
 
 
 CATALOGUE: tuple[Action, ...] = (
-    Action("node", "fault", node, needs=_two_workers),
-    Action("driver", "fault", driver),
-    Action("executor", "fault", executor),
-    Action("master", "fault", master),
-    Action("beta-freeze", "fault", beta_freeze),
-    Action("beta-cut", "fault", beta_cut),
-    Action("beta-restart", "fault", beta_restart),
-    Action("beta-log-lost", "fault", beta_log_lost),
-    Action("alpha-late", "fault", alpha_late),
-    Action("savepoint", "procedure", savepoint),
-    Action("restart-savepoint", "procedure", restart_savepoint),
-    Action("restart-checkpoint", "procedure", restart_checkpoint),
-    Action("cli-killed", "procedure", cli_killed),
-    Action("store-down", "fault", store_down, short=False,
-           needs=lambda world: world.store_link is not None),
-    Action("standby-node", "fault", standby_node, short=False, needs=_hot_and_armed),
+    Action("node", "fault", node, needs=_two_workers, recover_s=20),
+    Action("driver", "fault", driver, recover_s=30),
+    Action("executor", "fault", executor, recover_s=15),
+    Action("master", "fault", master, recover_s=30),
+    Action("beta-freeze", "fault", beta_freeze, recover_s=30),  # from the freeze's start
+    Action("beta-cut", "fault", beta_cut, recover_s=30),  # from the cut's start
+    Action("beta-restart", "fault", beta_restart, recover_s=20),
+    Action("beta-log-lost", "fault", beta_log_lost, recover_s=120),  # an operator acts
+    Action("alpha-late", "fault", alpha_late, recover_s=20),
+    Action("savepoint", "procedure", savepoint, recover_s=15),
+    Action("restart-savepoint", "procedure", restart_savepoint, recover_s=45),
+    Action("restart-checkpoint", "procedure", restart_checkpoint, recover_s=45),
+    Action("cli-killed", "procedure", cli_killed, recover_s=90),  # two restarts
+    Action("store-down", "fault", store_down, short=False, recover_s=60,
+           exists=lambda world: world.store_link is not None),
+    Action("standby-node", "fault", standby_node, short=False, needs=_hot_and_armed,
+           recover_s=15, exists=lambda world: world.standby == "hot"),
     Action("primary-twice", "fault", primary_then_new_primary, short=False,
-           needs=lambda world: _hot_and_armed(world, workers=3)),
-    Action("scale", "procedure", scale_up_down, short=False),
-    Action("upgrade", "procedure", upgrade_and_back, short=False),
-    Action("cluster-restart", "procedure", cluster_restart, short=False),
-    Action("node-mid-handover", "fault", node_mid_handover, short=False, needs=_two_workers),
-    Action("master-mid-handover", "fault", master_mid_handover, short=False),
-    Action("airflow-db", "fault", airflow_db_killed, short=False,
-           needs=lambda world: bool(world.airflow_port)),
+           needs=lambda world: _hot_and_armed(world, workers=3), recover_s=30,
+           exists=lambda world: world.standby == "hot"
+           and world.cluster.cluster.profile.workers >= 3),
+    Action("scale", "procedure", scale_up_down, short=False, recover_s=60),
+    Action("upgrade", "procedure", upgrade_and_back, short=False, recover_s=120),
+    Action("cluster-restart", "procedure", cluster_restart, short=False, recover_s=60),
+    Action("node-mid-handover", "fault", node_mid_handover, short=False, needs=_two_workers,
+           recover_s=60),
+    Action("master-mid-handover", "fault", master_mid_handover, short=False, recover_s=60),
+    Action("airflow-db", "fault", airflow_db_killed, short=False, recover_s=120,
+           exists=lambda world: bool(world.airflow_port)),
 )
 BY_NAME = {a.name: a for a in CATALOGUE}

@@ -1,30 +1,45 @@
-"""The chaos soak's table (``tests/perf/chaos_soak.py``) counts what the oracle found."""
+"""The chaos soak's table (``tests/perf/chaos_soak.py``): a column each for keys lost, keys
+the sink should not hold (extra), windows that counted a record twice (dup) and other rows
+that differ, from each step's counts (``support.chaos.judge.tally``), not from the
+summary's text."""
 
 from __future__ import annotations
 
-from chaos_soak import oracle_counts, table
+from chaos_soak import table
 from support.chaos.campaign import StepReport
-from support.oracle import Comparison
+from support.chaos.judge import tally
+from support.oracle import Comparison, WindowStats
 
 
-def comparison() -> Comparison:
-    cmp = Comparison("vehicles", expected=3, actual=3)
-    cmp.missing = ["V1"]
-    cmp.unexpected = ["V9", "V8"]
-    cmp.different = [("V2", 1.0, 2.0), ("V3", 1.0, 2.0), ("V4", 1.0, 2.0)]
+def windows() -> Comparison:
+    cmp = Comparison("vehicle_stats", expected=4, actual=4)
+    cmp.missing = [("V1", 0.0)]
+    cmp.unexpected = [("V9", 0.0), ("V8", 60.0)]
+    stats = WindowStats(3, 10.0, 12.0)
+    cmp.different = [
+        (("V2", 0.0), stats, {"pings": 4, "avg_speed": 10.0, "max_speed": 12.0}),  # twice
+        (("V3", 0.0), stats, {"pings": 3, "avg_speed": 11.0, "max_speed": 12.0}),
+        (("V4", 0.0), stats, {"pings": 2, "avg_speed": 10.0, "max_speed": 12.0}),
+    ]
     return cmp
 
 
-def test_counts_are_read_from_the_summary_line_before_its_samples() -> None:
-    """The summary's sample rows follow on the next lines: "different" was read as 0 then."""
-    summary = comparison().summary()
-    assert "\n  first different" in summary
-    assert oracle_counts(summary) == (1, 2, 3)
-    assert oracle_counts("an accepted loss of 77 records") == (0, 0, 0)
+def test_the_table_has_a_column_each_for_lost_extra_dup_and_different() -> None:
+    """"dup" counted unexpected keys, and a record counted twice showed only as "diff"."""
+    found = tally([windows()])
+    assert (found.missing, found.unexpected, found.duplicated, found.different) == (1, 2, 1, 2)
+    failed = StepReport(1, "node", "fault", oracle=[windows().summary()], oracle_ok=False,
+                        recovery_s=9.0, bound_s=20, health_ok_s=3.0, tally=found)  # fmt: skip
+    passed = StepReport(2, "node", "fault", oracle_ok=True, recovery_s=11.0, bound_s=20,
+                        health_ok_s=5.0)  # fmt: skip
+    text = table([failed, passed])
+    assert "lost / extra / dup / diff" in text
+    assert "| node | 2 | 1 | 10.0 / 11.0 s (20 s) |" in text
+    assert "| 5.0 s | 1 / 2 / 1 / 2 |" in text
 
 
-def test_the_table_says_extra_for_unexpected_keys() -> None:
-    report = StepReport(1, "node", "fault", oracle=[comparison().summary()], oracle_ok=False)
-    text = table([report, StepReport(2, "node", "fault", oracle_ok=True)])
-    assert "lost / extra / diff" in text and "dup" not in text
-    assert "| node | 2 | 1 |" in text and "| 1 / 2 / 3 |" in text
+def test_a_step_that_did_not_run_is_a_failed_row_not_left_out() -> None:
+    """A step whose precondition failed was left out of the table ("skipped")."""
+    text = table([StepReport(1, "store-down", "fault", error="its precondition does not "
+                             "hold (tried store-down): not run")])  # fmt: skip
+    assert "| store-down | 1 | 1 | - |" in text

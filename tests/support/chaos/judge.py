@@ -1,0 +1,140 @@
+"""The pure parts of a chaos campaign's judgement, apart from any cluster (unit-tested in
+``tests/unit/suite/test_chaos_judge.py``):
+
+- which action a step runs when the drawn one's precondition does not hold (drawn again, a
+  bounded number of times; a step never passes without running);
+- the plan of the test command's campaign: every short kind once, then the seeded draw;
+- whether the time until every stage committed again is within the bound the kind declares;
+- whether health came back to OK within :data:`HEALTH_OK_S` after the step;
+- the oracle's counts per step, duplicates apart from unexpected keys.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from support.chaos.actions import Action
+from support.oracle import Comparison
+
+MAX_REDRAWS = 3
+"""A drawn action whose precondition fails is replaced by another drawn one this many times
+at most; then the step fails."""
+HEALTH_OK_S = 60.0
+"""After a step (every stage committing again), health must say OK within this long."""
+
+
+def choose(drawn: Action, pool: Sequence[Action], holds: Callable[[Action], bool],
+           rng: random.Random, *, redraw: bool) -> tuple[Action | None, list[str]]:  # fmt: skip
+    """The action a step runs: ``drawn`` if its precondition holds, else (with ``redraw``)
+    another of ``pool`` drawn by ``rng`` whose precondition holds, at most
+    :data:`MAX_REDRAWS` tries; None when none held. Also the names whose precondition failed."""
+    failed: list[str] = []
+    candidate = drawn
+    for _ in range(1 + (MAX_REDRAWS if redraw else 0)):
+        if holds(candidate):
+            return candidate, failed
+        failed.append(candidate.name)
+        others = [a for a in pool if a.name not in failed]
+        if not others:
+            break
+        candidate = rng.choice(others)
+    return None, failed
+
+
+def covering_plan(catalogue: Sequence[Action], seed: int, drawn: int) -> list[str]:
+    """The test command's campaign: every short kind once (in the seed's order), then
+    ``drawn`` more drawn by the seed among the short kinds."""
+    short = [a.name for a in catalogue if a.short]
+    rng = random.Random(seed)
+    first = short[:]
+    rng.shuffle(first)
+    return first + [rng.choice(short) for _ in range(drawn)]
+
+
+def recovery_problem(action: Action, recovery_s: float) -> str:
+    """'' when every stage committed again within the bound ``action`` declares."""
+    if recovery_s <= action.recover_s:
+        return ""
+    return (f"every stage committed again {recovery_s:.1f} s after {action.name}, over its "
+            f"bound of {action.recover_s:.0f} s")  # fmt: skip
+
+
+def wait_health_ok(
+    level_and_message: Callable[[], tuple[str, str]],
+    bound: float = HEALTH_OK_S,
+    every: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[float | None, str]:
+    """Ask health until it says ``ok``: the seconds it took, or None and what health said
+    last when it did not within ``bound``."""
+    t0 = clock()
+    while True:
+        level, message = level_and_message()
+        if level == "ok":
+            return clock() - t0, ""
+        if clock() - t0 >= bound:
+            return None, f"health not OK {bound:.0f} s after the step: {level}: {message}"
+        sleep(every)
+
+
+@dataclass
+class Tally:
+    """The oracle's counts of one step: keys missing, keys the sink should not hold
+    (unexpected), windows that counted a record more than once (duplicated), and rows
+    otherwise different."""
+
+    missing: int = 0
+    unexpected: int = 0
+    duplicated: int = 0
+    different: int = 0
+
+    def add(self, other: Tally) -> Tally:
+        return Tally(
+            self.missing + other.missing,
+            self.unexpected + other.unexpected,
+            self.duplicated + other.duplicated,
+            self.different + other.different,
+        )
+
+
+def tally(comparisons: Sequence[Comparison]) -> Tally:
+    out = Tally()
+    for c in comparisons:
+        dup = sum(1 for _key, expected, row in c.different if _counted_twice(expected, row))
+        out = out.add(Tally(len(c.missing), len(c.unexpected), dup, len(c.different) - dup))
+    return out
+
+
+def _counted_twice(expected: object, row: object) -> bool:
+    """A window row holding more pings than the window had: a record counted twice."""
+    pings = getattr(expected, "pings", None)
+    if pings is None or not isinstance(row, dict) or "pings" not in row:
+        return False
+    return int(row["pings"]) > int(pings)
+
+
+def loss_problems(sequences: Sequence[int], read_until: dict[str, int],
+                  recorded: Sequence[dict[str, Any]]) -> list[str]:  # fmt: skip
+    """An accepted loss, recomputed: per stage, the records of the lost history's journal
+    (``sequences``) after what the stage had read (``read_until``, from its checkpoint) must
+    be what the product recorded it skipped (``recorded``: the source's ``losses`` for that
+    stream, ``committed`` the sequence it had read up to). Empty when they agree."""
+    problems = []
+    committed = sorted({int(r.get("committed", -1)) for r in recorded})
+    if not recorded:
+        problems.append("the product recorded no loss of the lost stream")
+    elif committed != sorted(set(read_until.values())):
+        problems.append(f"the product recorded losses after sequences {committed}; the stages' "
+                        f"checkpoints had read up to {read_until}")  # fmt: skip
+    for stage, until in read_until.items():
+        journal = sum(1 for s in sequences if s > until)
+        counted = max(0, max(sequences, default=0) - until)
+        if journal != counted:
+            problems.append(f"{stage}: the journal holds {journal} records after sequence "
+                            f"{until}, the loss counted {counted}")  # fmt: skip
+    return problems
