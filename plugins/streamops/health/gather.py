@@ -12,11 +12,13 @@ alone.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from streamops.cluster import daemons
+from streamops.cluster.capacity import Need
 from streamops.cluster.client import MasterClient
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.status import build_status
@@ -26,12 +28,14 @@ from streamops.health.procedures import gather_procedures
 from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
 from streamops.health.source_probes import Prober, SourceProbe, probe_job
 from streamops.job_view import JobView
-from streamops.jobs import JobRegistry, read_submissions, spec_args
+from streamops.jobs import JobRegistry, current_spec, read_submissions, spec_args
 from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
 from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout
 from streamops.tracebacks import describe
+
+log = logging.getLogger("streamops.health.gather")
 
 GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
 NEVER_SUBMITTED = "never submitted"
@@ -113,6 +117,7 @@ def gather(
     obs.dormant = {n: why for n, why in reasons.items()
                    if why is not None and why != NEVER_SUBMITTED}  # fmt: skip
     obs.views = {n: v for n, v in views.items() if n in names}
+    obs.needs = job_needs(settings, names)
     if "cluster" in wanted and master is not None:
         try:
             obs.workers = _gather_workers(settings, thresholds, master)
@@ -124,6 +129,18 @@ def gather(
     if "sinks" in wanted:
         obs.sinks = {v.name: _gather_sink(settings, v.name) for v in obs.live_views}
     return obs
+
+
+def job_needs(settings: Settings, jobs: Iterable[str]) -> dict[str, Need]:
+    """What each job's recorded spec holds (a job without a readable spec is left out: the
+    capacity checks then know nothing of it, its own check says why)."""
+    out = {}
+    for job in jobs:
+        try:
+            out[job] = Need.of_spec(current_spec(settings, job))
+        except Exception as exc:  # health never crashes on one job's odd record
+            log.warning("job %s: no spec to size its capacity: %s", job, describe(exc))
+    return out
 
 
 def _gather_workers(
