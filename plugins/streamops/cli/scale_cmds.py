@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from streamops.cli.job_cmds import spare_flag
 from streamops.cli.tables import print_fields
 
 if TYPE_CHECKING:
@@ -21,12 +22,18 @@ def register(sub: Any) -> None:
     what.add_argument("--remove", metavar="NAME", help="gracefully decommission worker NAME")
     scale.add_argument("--no-verify", action="store_true",
                        help="do not wait for the running jobs to commit new batches")
+    spare_flag(scale)
     scale.set_defaults(handler=run_scale)
 
 
 def run_scale(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.admission import admit
     from streamops.procedures.scale import scale
 
+    if args.remove or args.workers is not None:  # a scale-up needs no admission
+        what = f"removing worker {args.remove}" if args.remove else f"scale to {args.workers}"
+        admit(settings, what, remove=[args.remove] if args.remove else [],
+              workers=args.workers, allow_no_spare=args.allow_no_spare)  # fmt: skip
     result = scale(settings, workers=args.workers, add=args.add, remove=args.remove,
                    verify=not args.no_verify)  # fmt: skip
     print_fields("scaled", [

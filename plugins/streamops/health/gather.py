@@ -21,7 +21,7 @@ from streamops.cluster import daemons
 from streamops.cluster.capacity import Need
 from streamops.cluster.client import MasterClient
 from streamops.cluster.profile import ClusterProfile
-from streamops.cluster.status import build_status
+from streamops.cluster.status import ClusterStatus, build_status
 from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import ClusterNotRunning, Unhealthy
 from streamops.health.procedures import gather_procedures
@@ -146,15 +146,20 @@ def job_needs(settings: Settings, jobs: Iterable[str]) -> dict[str, Need]:
 def _gather_workers(
     settings: Settings, thresholds: Thresholds, master: dict[str, Any]
 ) -> WorkersSeen:
-    layout = settings.layout
     expected = expected_workers(settings, thresholds)
+    status = cluster_status(settings, master)
+    return WorkersSeen(expected, status.workers, _worker_log_names(settings.layout))
+
+
+def cluster_status(settings: Settings, master: dict[str, Any]) -> ClusterStatus:
+    """The master's ``/json/`` joined with this state root's pid files (workers by name)."""
+    layout = settings.layout
     records = {
         n: r
         for n in daemons.pid_file_names(layout)
         if (r := daemons.read_pid_file(layout, n)) is not None
     }
-    status = build_status(settings, records, master)
-    return WorkersSeen(expected, status.workers, _worker_log_names(layout))
+    return build_status(settings, records, master)
 
 
 def _worker_log_names(layout: StateLayout) -> dict[str, str]:
