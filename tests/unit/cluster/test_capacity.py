@@ -134,3 +134,19 @@ def test_room_now_is_said_so() -> None:
     wait = AppWait("j", "app-1", "WAITING", 0, 1, 1, 512, 3.0)
     text = wait_detail(wait, [Node("worker-2", 4, 4096, 2, 2048)], "x")
     assert "room for it on worker-2 now" in text
+
+
+def test_cluster_status_lists_the_waiting_application(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from streamops.cli.cluster_cmds import print_status
+    from streamops.cluster.status import build_status
+    from streamops.settings import Settings
+
+    settings = Settings.from_env({}, state_root=str(tmp_path))
+    out = io.StringIO()
+    print_status(build_status(settings, {}, master()), Console(file=out, width=160))
+    [row] = [line for line in out.getvalue().splitlines() if "fleet-pings" in line]
+    assert "app-20261129031823-0001" in row and "WAITING" in row and " 0 " in row
