@@ -42,8 +42,11 @@ def admit(
     running, on the workers without ``remove`` (or only ``workers`` of them). Raises
     :class:`CapacityShortfall` on a shortfall unless ``allow_no_spare``; ``None`` when the
     master does not answer."""
+    client = client or MasterClient(settings)
     try:
-        master = (client or MasterClient(settings)).state(patient=False)
+        if not client.is_alive():  # a look, not a wait: the operation says more
+            raise ClusterNotRunning(f"no answer at {settings.webui_url}")
+        master = client.state()
     except ClusterNotRunning as exc:
         log.warning("%s: capacity not checked, the master does not answer (%s)", what, exc)
         return None

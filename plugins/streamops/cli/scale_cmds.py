@@ -33,7 +33,8 @@ def run_scale(args: argparse.Namespace, settings: Settings) -> int:
     if args.remove or args.workers is not None:  # a scale-up needs no admission
         what = f"removing worker {args.remove}" if args.remove else f"scale to {args.workers}"
         admit(settings, what, remove=[args.remove] if args.remove else [],
-              workers=args.workers, allow_no_spare=args.allow_no_spare)  # fmt: skip
+              workers=args.workers,
+              allow_no_spare=getattr(args, "allow_no_spare", False))  # fmt: skip
     result = scale(settings, workers=args.workers, add=args.add, remove=args.remove,
                    verify=not args.no_verify)  # fmt: skip
     print_fields("scaled", [

@@ -287,10 +287,9 @@ class MasterClient:
         return payload
 
     # --- state -----------------------------------------------------------------------
-    def state(self, patient: bool = True) -> dict[str, Any]:
-        """The master's ``/json/`` document (url, status, workers, apps, drivers, ...);
-        ``patient=False``: no wait for a master that does not answer."""
-        return self._request("GET", f"{self.webui_url}/json/", "web UI", patient=patient)
+    def state(self) -> dict[str, Any]:
+        """The master's ``/json/`` document (url, status, workers, apps, drivers, ...)."""
+        return self._request("GET", f"{self.webui_url}/json/", "web UI")
 
     def is_alive(self) -> bool:
         """Whether the master answers now (no patience: a look, not a wait)."""
