@@ -118,7 +118,7 @@ def gather(
                    if why is not None and why != NEVER_SUBMITTED}  # fmt: skip
     obs.views = {n: v for n, v in views.items() if n in names}
     obs.needs = job_needs(settings, names)
-    if "cluster" in wanted and master is not None:
+    if wanted & {"cluster", "jobs"} and master is not None:  # jobs: capacity by node name
         try:
             obs.workers = _gather_workers(settings, thresholds, master)
         except Exception as exc:  # the workers check fails naming it; the others still run
