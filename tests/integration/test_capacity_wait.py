@@ -77,6 +77,7 @@ def test_a_job_waiting_for_cores_fails_health_naming_the_cause(
     assert "free: " in text and "worker-1" in text and "worker-2" in text
     assert "add a worker (`streamops scale --" in text and "or cancel a job" in text
 
+    capsys.readouterr()  # what was printed so far: the CLI's JSON alone follows
     rc = main(["health", "--json", "--no-record", "--job", JOB, "--max-core-wait", "1000"])
     report = json.loads(capsys.readouterr().out)
     [warned] = [r for r in report["results"] if r["name"] == f"{JOB}/capacity"]
