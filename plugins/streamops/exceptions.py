@@ -135,3 +135,8 @@ class SimulatorError(StreamopsError):
 
 class Unhealthy(StreamopsError):
     """A health check failed; the message names every failed check (``streamops health``)."""
+
+
+class CapacityShortfall(ClusterError):
+    """An operation refused: the cluster would not hold every job after the loss of its
+    largest worker (N+1); its message names the cores needed and those left."""

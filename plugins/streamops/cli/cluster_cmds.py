@@ -79,11 +79,23 @@ def drivers_table(status: ClusterStatus) -> Listing:
     return table
 
 
+def apps_table(status: ClusterStatus) -> Listing:
+    """The master's active applications: a WAITING one has no executor yet (its cores wait)."""
+    table = Listing("applications", ("application", "job", "state", "cores granted",
+                                     "memory per executor"),
+                    right=frozenset({"cores granted", "memory per executor"}))  # fmt: skip
+    for a in status.apps:
+        table.add(a.id, a.name, a.state, str(a.cores), f"{a.memoryperexecutor} MiB")
+    return table
+
+
 def print_status(status: ClusterStatus, out: Console | None = None) -> None:
-    """Print the workers table and, if any, the active drivers."""
+    """Print the workers table and, if any, the active drivers and applications."""
     status_table(status).print(out)
     if status.drivers:
         drivers_table(status).print(out)
+    if status.apps:
+        apps_table(status).print(out)
 
 
 def register(sub: Any) -> None:

@@ -12,6 +12,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from streamops.cli.job_cmds import spare_flag
 from streamops.cli.tables import Listing, console
 from streamops.exceptions import ConfigError
 
@@ -28,6 +29,7 @@ def register(sub: Any) -> None:
     p.add_argument("-f", "--file", required=True, action="append", metavar="FILE",
                    help="a resource file (repeatable; several documents per file allowed)")
     p.add_argument("--reconcile", action="store_true", help="run a reconcile pass afterwards")
+    spare_flag(p)
     p.set_defaults(handler=cmd_apply)
 
     p = sub.add_parser("get", help="list deployments or savepoint requests with their status")
@@ -54,10 +56,15 @@ def _when(ts: float | None) -> str:
 
 
 def cmd_apply(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.declarative.resources import load_resources
+    from streamops.admission import admit
+    from streamops.declarative.resources import Deployment, load_resources
     from streamops.declarative.store import Store
 
     resources = [(r, path) for path in args.file for r in load_resources(path)]  # all valid
+    specs = [r.effective_spec for r, _ in resources if isinstance(r, Deployment)]
+    if specs:
+        admit(settings, f"apply of {', '.join(s.name for s in specs)}", specs=specs,
+              allow_no_spare=args.allow_no_spare)  # fmt: skip
     store, out = Store(settings.layout), console()
     for resource, path in resources:
         applied, verb = store.apply(resource, source=str(path))

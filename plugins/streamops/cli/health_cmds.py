@@ -42,6 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--expected-workers", type=int, help="ALIVE workers expected")
     p.add_argument("--max-batch-age", type=float, help="seconds a busy stage may not commit")
     p.add_argument("--max-sink-age", type=float, help="seconds a store may go unwritten")
+    p.add_argument("--max-core-wait", type=float,
+                   help="seconds a job may wait for its executors' cores before it fails "
+                   "(default: the failover goal, 15)")  # fmt: skip
     p.set_defaults(handler=cmd_health)
 
 
@@ -55,6 +58,7 @@ def cmd_health(args: argparse.Namespace, settings: Settings) -> int:
         "expected_workers": args.expected_workers,
         "max_batch_age": args.max_batch_age,
         "max_sink_age": args.max_sink_age,
+        "max_core_wait": args.max_core_wait,
     }
     thresholds = health.Thresholds(**{k: v for k, v in overrides.items() if v is not None})
     report = health.run_checks(settings, thresholds, jobs=args.jobs)

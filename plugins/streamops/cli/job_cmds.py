@@ -29,6 +29,7 @@ def register(sub: Any) -> None:
         help="wait until every stage committed a batch (0: return once submitted)",
     )  # fmt: skip
     add_wait(p, as_wait=False)
+    spare_flag(p)
     p.set_defaults(handler=cmd_submit)
 
     p = sub.add_parser("jobs", help="list jobs: version, state, driver, last batch age, rows/s")
@@ -48,11 +49,24 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_cancel)
 
 
+def spare_flag(parser: argparse.ArgumentParser) -> None:
+    """``--allow-no-spare``: go on (with a warning) when the cluster would not hold every job
+    after the loss of its largest worker (:mod:`streamops.admission`)."""
+    parser.add_argument(
+        "--allow-no-spare", action="store_true",
+        help="go on, with a warning, when the cluster would not hold every job after the loss "
+        "of its largest worker (N+1); refused otherwise",
+    )  # fmt: skip
+
+
 def cmd_submit(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.admission import admit
     from streamops.procedures.deploy import start_job
     from streamops.spec import load_spec
 
     spec = with_args(load_spec(args.spec), args.arg)
+    admit(settings, f"submit of {spec.name} v{spec.version}", specs=[spec],
+          allow_no_spare=args.allow_no_spare)  # fmt: skip
     driver = start_job(settings, spec, wait_healthy=args.wait or None)
     console().print(f"job [bold]{spec.name}[/] v{spec.version} submitted as driver {driver}")
     return 0

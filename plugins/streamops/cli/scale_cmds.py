@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from streamops.cli.queueing import add_wait
+from streamops.cli.job_cmds import spare_flag
 from streamops.cli.tables import print_fields
 
 if TYPE_CHECKING:
@@ -23,12 +24,19 @@ def register(sub: Any) -> None:
     scale.add_argument("--no-verify", action="store_true",
                        help="do not wait for the running jobs to commit new batches")
     add_wait(scale)
+    spare_flag(scale)
     scale.set_defaults(handler=run_scale)
 
 
 def run_scale(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.admission import admit
     from streamops.procedures.scale import scale
 
+    if args.remove or args.workers is not None:  # a scale-up needs no admission
+        what = f"removing worker {args.remove}" if args.remove else f"scale to {args.workers}"
+        admit(settings, what, remove=[args.remove] if args.remove else [],
+              workers=args.workers,
+              allow_no_spare=getattr(args, "allow_no_spare", False))  # fmt: skip
     result = scale(settings, workers=args.workers, add=args.add, remove=args.remove,
                    verify=not args.no_verify)  # fmt: skip
     print_fields("scaled", [

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
 from streamops.cli.queueing import add_wait
+from streamops.cli.job_cmds import spare_flag
 from streamops.cli.tables import console, print_fields
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT
 
@@ -29,6 +30,7 @@ def register(sub: Any) -> None:
     p.add_argument("savepoint")
     p.add_argument("--wait", type=float, default=HEALTH_TIMEOUT, help="health wait, seconds")
     add_wait(p, as_wait=False)
+    spare_flag(p)
     p.set_defaults(handler=cmd_restore)
 
     for verb, fn, text in (
@@ -55,6 +57,7 @@ def register(sub: Any) -> None:
             p.add_argument("--warm", action="store_const", dest="standby", const="warm",
                            help="same as --standby warm")  # fmt: skip
             add_wait(p)
+            spare_flag(p)
         p.set_defaults(handler=fn)
 
 
@@ -69,12 +72,15 @@ def cmd_save(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.admission import admit
     from streamops.describe_stages import describe_spec_stages
     from streamops.procedures.job_lease import job_operation
     from streamops.procedures.restore import start_from_savepoint
     from streamops.spec import load_spec
 
     spec = load_spec(args.spec)
+    admit(settings, f"restore of {spec.name} v{spec.version} from {args.savepoint}",
+          specs=[spec], allow_no_spare=args.allow_no_spare)  # fmt: skip
     with job_operation(settings, spec.name, f"restore v{spec.version} from {args.savepoint}"):
         stages = list(describe_spec_stages(spec, settings))
         driver = start_from_savepoint(spec, settings, args.savepoint, stages,
@@ -96,10 +102,14 @@ def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from streamops.admission import admit
     from streamops.procedures.upgrade import upgrade
     from streamops.spec import load_spec
 
-    outcome = upgrade(settings, args.job, load_spec(args.spec),
+    spec = load_spec(args.spec)
+    admit(settings, f"upgrade of {args.job} to v{spec.version}", specs=[spec],
+          allow_no_spare=args.allow_no_spare)  # fmt: skip
+    outcome = upgrade(settings, args.job, spec,
                       allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,
                       health_timeout=args.timeout, standby=args.standby)  # fmt: skip
     print_fields(f"job {outcome.job} upgraded", [

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from streamops.cluster.client import WorkerInfo
 from streamops.exceptions import StreamopsError
+from streamops.health.capacity import check_cluster_capacity, check_job_capacity
 from streamops.health.crash import crashed, isolated
 from streamops.health.gather import GROUPS, declared_jobs, gather, newest_write
 from streamops.health.procedures import ProcedureSeen, procedure_result
@@ -98,6 +99,8 @@ def check_cluster(obs: Observation) -> list[CheckResult]:
         f"master {s.master_url} is {status or 'in an unknown state'}",
     )
     return [master, *isolated("cluster", "workers", lambda: [_check_workers(obs)]),
+            *isolated("cluster", "capacity", lambda: check_cluster_capacity(obs),
+                      "the capacity check"),
             *procedures]  # fmt: skip
 
 
@@ -148,6 +151,8 @@ def check_jobs(obs: Observation) -> list[CheckResult]:
     for name in obs.jobs:
         out += isolated("jobs", name, lambda n=name: [_job(obs, n, busy.get(n))],
                         f"job {name}: its check")  # fmt: skip
+    out += isolated("jobs", "capacity", lambda: check_job_capacity(obs),
+                    "the check of the jobs' cores")  # fmt: skip
     out += [procedure_result(p, obs.now) for p in obs.procedures if p.job]
     return out or [CheckResult("jobs", "jobs", Level.OK, _no_declared_job(obs))]
 

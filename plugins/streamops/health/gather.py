@@ -12,26 +12,30 @@ alone.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from streamops.cluster import daemons
+from streamops.cluster.capacity import Need
 from streamops.cluster.client import MasterClient
 from streamops.cluster.profile import ClusterProfile
-from streamops.cluster.status import build_status
+from streamops.cluster.status import ClusterStatus, build_status
 from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import ClusterNotRunning, Unhealthy
 from streamops.health.procedures import gather_procedures
 from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
 from streamops.health.source_probes import Prober, SourceProbe, probe_job
 from streamops.job_view import JobView
-from streamops.jobs import JobRegistry, read_submissions, spec_args
+from streamops.jobs import JobRegistry, current_spec, read_submissions, spec_args
 from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
 from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout
 from streamops.tracebacks import describe
+
+log = logging.getLogger("streamops.health.gather")
 
 GROUPS = ("cluster", "jobs", "progress", "sources", "sinks")
 NEVER_SUBMITTED = "never submitted"
@@ -113,7 +117,8 @@ def gather(
     obs.dormant = {n: why for n, why in reasons.items()
                    if why is not None and why != NEVER_SUBMITTED}  # fmt: skip
     obs.views = {n: v for n, v in views.items() if n in names}
-    if "cluster" in wanted and master is not None:
+    obs.needs = job_needs(settings, names)
+    if wanted & {"cluster", "jobs"} and master is not None:  # jobs: capacity by node name
         try:
             obs.workers = _gather_workers(settings, thresholds, master)
         except Exception as exc:  # the workers check fails naming it; the others still run
@@ -126,18 +131,35 @@ def gather(
     return obs
 
 
+def job_needs(settings: Settings, jobs: Iterable[str]) -> dict[str, Need]:
+    """What each job's recorded spec holds (a job without a readable spec is left out: the
+    capacity checks then know nothing of it, its own check says why)."""
+    out = {}
+    for job in jobs:
+        try:
+            out[job] = Need.of_spec(current_spec(settings, job))
+        except Exception as exc:  # health never crashes on one job's odd record
+            log.warning("job %s: no spec to size its capacity: %s", job, describe(exc))
+    return out
+
+
 def _gather_workers(
     settings: Settings, thresholds: Thresholds, master: dict[str, Any]
 ) -> WorkersSeen:
-    layout = settings.layout
     expected = expected_workers(settings, thresholds)
+    status = cluster_status(settings, master)
+    return WorkersSeen(expected, status.workers, _worker_log_names(settings.layout))
+
+
+def cluster_status(settings: Settings, master: dict[str, Any]) -> ClusterStatus:
+    """The master's ``/json/`` joined with this state root's pid files (workers by name)."""
+    layout = settings.layout
     records = {
         n: r
         for n in daemons.pid_file_names(layout)
         if (r := daemons.read_pid_file(layout, n)) is not None
     }
-    status = build_status(settings, records, master)
-    return WorkersSeen(expected, status.workers, _worker_log_names(layout))
+    return build_status(settings, records, master)
 
 
 def _worker_log_names(layout: StateLayout) -> dict[str, str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from streamops.cluster.capacity import FAILOVER_GOAL, Need
 from streamops.cluster.status import WorkerStatus
 from streamops.exceptions import Unhealthy
 from streamops.health.source_probes import SourceProbe
@@ -74,6 +75,11 @@ class Thresholds(BaseModel):
     )
     max_sink_age: float = Field(
         default=300.0, gt=0, description="seconds a store may go unwritten while data flows"
+    )
+    max_core_wait: float = Field(
+        default=FAILOVER_GOAL, gt=0,
+        description="seconds a job's application may wait for its executors' cores (the "
+        "failover goal): longer, the job is down and health fails naming the cause",
     )
 
     @property
@@ -243,6 +249,7 @@ class Observation:
     sinks: dict[str, SinkSeen] = field(default_factory=dict)  # job -> its store
     procedures: list[ProcedureSeen] = field(default_factory=list)  # unfinished ones
     dormant: dict[str, str] = field(default_factory=dict)  # job not expected to run -> why
+    needs: dict[str, Need] = field(default_factory=dict)  # job -> what its spec holds
 
     @property
     def live_views(self) -> list[JobView]:
