@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from streamops.cli.queueing import add_wait
 from streamops.cli.job_cmds import spare_flag
+from streamops.cli.queueing import add_wait
 from streamops.cli.tables import print_fields
 
 if TYPE_CHECKING:

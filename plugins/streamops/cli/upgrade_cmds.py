@@ -7,8 +7,8 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
-from streamops.cli.queueing import add_wait
 from streamops.cli.job_cmds import spare_flag
+from streamops.cli.queueing import add_wait
 from streamops.cli.tables import console, print_fields
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT
 
