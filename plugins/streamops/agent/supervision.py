@@ -107,19 +107,6 @@ class SupervisionRecord:
         self.restarts = [*self.restarts, attempt][-KEEP_ATTEMPTS:]
         self.total_restarts += 1
 
-    def summary(self, now: float) -> str:
-        """One line for ``cluster status``: restarts in the window and the last event."""
-        recent = self.recent(now)
-        minutes = f"{self.window / 60:g} min"
-        wanted = "kept running" if self.keep_running else "not kept running"
-        last = f"; {self.last} ({_ago(now - self.last_at)})" if self.last else ""
-        return (f"{self.state}, {wanted} ({self.reason}); {len(recent)} restart(s) in the "
-                f"last {minutes} (limit {self.limit}){last}")
-
-
-def _ago(seconds: float) -> str:
-    return f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
-
 
 def record_file(layout: StateLayout, node: str) -> Path:
     return layout.cluster_dir / "supervision" / f"{check_name('node', node)}.json"
