@@ -85,9 +85,12 @@ class Supervisor:
             r.reason = "running when the agent started"
         if self.policy.limit <= 0:
             r.keep_running, r.reason = False, "supervision off (daemon_restart_limit 0)"
-        if r.limit > 0:
+        if r.limit > 0 and r.keep_running:
             said = (f"supervising {self.name}: {r.reason}; restarted at most {r.limit} times "
                     f"in {r.window:g} s")
+        elif r.limit > 0:
+            said = (f"{self.name} does not run; supervised once started on request "
+                    f"(restarted at most {r.limit} times in {r.window:g} s)")
         else:
             said = f"{self.name} not supervised: {r.reason}"
         self._say(logging.INFO, said)
