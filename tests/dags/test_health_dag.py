@@ -15,6 +15,7 @@ from support.fleet import FleetRun
 from support.integration import ClusterHandle, wait_until
 
 from streamops import processes
+from streamops.agent.processes import kill_agent
 from streamops.cluster import daemons
 from streamops.cluster.client import MasterClient
 from streamops.health import checks as health
@@ -39,7 +40,8 @@ def run_health(
 
 
 def kill_worker_without_driver(cluster: ClusterHandle, driver_id: str) -> str:
-    """SIGKILL the daemon (and its executors) of a worker that does not run the driver."""
+    """SIGKILL the agent, then the daemon (and its executors) of a worker that does not run
+    the driver: a lost host, which its agent does not bring back."""
     client = MasterClient(cluster.settings)
     driver_worker = next(d.worker for d in client.active_drivers() if d.id == driver_id)
     victim = next(
@@ -49,6 +51,7 @@ def kill_worker_without_driver(cluster: ClusterHandle, driver_id: str) -> str:
     )
     record = daemons.read_pid_file(cluster.settings.layout, victim)
     assert record is not None
+    kill_agent(cluster.settings, victim)
     processes.kill_group(record.pgid)
     processes.sweep(cluster.settings.layout.root, victim)
     wait_until(

@@ -26,6 +26,7 @@ from support.integration import ClusterHandle, describe_job, wait_until
 from support.journal_oracle import check_logged_once, wait_logged
 
 from spark_jobs.sinks import journal_store
+from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.declarative.reconcile import reconcile_once
 from streamops.declarative.store import Store
@@ -88,6 +89,7 @@ def test_suspend_applied_while_an_upgrade_pass_runs_and_the_master_dies(
 
         # the master killed; the deployment suspended while it is down; the master back
         master = spark_cluster.cluster.daemons()[MASTER_NAME]
+        kill_agent(spark_cluster.settings, MASTER_NAME)  # its host lost: nothing restarts it
         os.kill(master.pid, signal.SIGKILL)
         killed_at = time.monotonic()
         apply(store, tmp_path, {**deployment, "state": "suspended"})

@@ -47,6 +47,7 @@ from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
 from spark_jobs.sinks import store
+from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.health.checks import Level, Thresholds, run_checks
 from streamops.procedures.submit import submit_job
@@ -170,6 +171,7 @@ def test_faults_from_outside(
         # the job alive; restarted (FILESYSTEM recovery), the master knows the driver again
         driver = registry.view(JOB).driver_id
         master = cluster.cluster.daemons()[MASTER_NAME]
+        kill_agent(cluster.settings, MASTER_NAME)  # the master's host lost: nothing restarts it
         killed_at = time.time()
         os.kill(master.pid, signal.SIGKILL)
         wait_until(lambda: next_batches(cluster, JOB, killed_at + 2, STAGES), 60,

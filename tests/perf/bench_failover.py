@@ -61,6 +61,7 @@ from harness import (
 from ops_stack import add_stack_args, beside_stack
 from support.beta_process import BetaProcess
 
+from streamops.agent.processes import kill_agent
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.submission import submit_hot_standby
@@ -261,6 +262,7 @@ def fault(
         pid, worker = driver_jvm(settings)
         group = os.getpgid(pid)  # a worker leads its process group: its drivers and executors
         name = next(n for n, r in cluster.daemons().items() if r.pgid == group)
+        kill_agent(settings, name)  # a lost host: its agent would start the worker again
         t0 = time.time()
         os.killpg(group, signal.SIGKILL)
         detected = (taken_over(settings, t0, view.driver_id) if view.standby
@@ -281,6 +283,7 @@ def fault(
         if show:
             print("\n".join(timeline(show, settings, t0, t0 + recovery)), flush=True)
     elif kind == "master":
+        kill_agent(settings, MASTER_NAME)  # its host lost: the operator starts it again
         t0 = time.time()
         os.kill(cluster.daemons()[MASTER_NAME].pid, signal.SIGKILL)
         during = wait_recovered(settings, t0 + 1, stages)  # batches while it is down

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamops.agent.client import AgentClient
+from streamops.exceptions import ProcessError
 from streamops.settings import Settings
 
 TOKEN = "s3cret-token"
@@ -60,3 +62,44 @@ class AgentUnderTest:
 
     def client(self, token: str = TOKEN) -> AgentClient:
         return AgentClient(self.url, token, timeout=10)
+
+
+@dataclass
+class SleepDaemon:
+    """A node daemon played by a real child process (``sleep``): it runs, it can die."""
+
+    node: str = "worker-1"
+    role: str = "worker"
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0  # start() calls that launched a process
+    failing: int = 0  # the next ``failing`` starts raise, as a daemon that cannot come up
+
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def worker_id(self) -> str | None:
+        return None
+
+    def start(self) -> None:
+        if self.pid() is not None:
+            return
+        if self.failing:
+            self.failing -= 1
+            raise ProcessError(f"{self.node} exited during start (a test's failing start)")
+        self.proc = subprocess.Popen(["sleep", "300"])
+        self.starts += 1
+
+    def crash(self) -> int:
+        """kill -9 of the process, as a JVM that dies; its pid."""
+        assert self.proc is not None
+        pid = self.proc.pid
+        self.proc.kill()
+        self.proc.wait()
+        return pid
+
+    def stop(self) -> None:
+        if self.pid() is not None:
+            self.crash()
+
+    decommission = stop
+    kill = stop

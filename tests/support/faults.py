@@ -10,6 +10,8 @@ import time
 
 from support.integration import ClusterHandle
 
+from streamops.agent.processes import kill_agent
+
 
 def driver_jvm_pid(driver_id: str) -> int:
     """The pid of the JVM (``DriverWrapper``) that runs ``driver_id`` on its worker."""
@@ -19,10 +21,12 @@ def driver_jvm_pid(driver_id: str) -> int:
 
 
 def kill_node_of(cluster: ClusterHandle, driver_id: str) -> tuple[float, str]:
-    """kill -9 the process group of the worker that runs ``driver_id`` (a worker leads its
-    group: its drivers and executors die with it); when, and the worker's name."""
+    """A lost host: kill -9 of the node agent, then of the process group of the worker that
+    runs ``driver_id`` (a worker leads its group: its drivers and executors die with it);
+    when, and the worker's name. ``add_worker(name)`` starts agent and worker again."""
     group = os.getpgid(driver_jvm_pid(driver_id))
     name = next(n for n, r in cluster.cluster.daemons().items() if r.pgid == group)
+    kill_agent(cluster.settings, name)  # else it would start its worker again
     killed_at = time.time()
     os.killpg(group, signal.SIGKILL)
     return killed_at, name
@@ -48,10 +52,11 @@ def kill_pid(pid: int) -> None:
 
 
 def kill_and_restart_master(cluster: ClusterHandle, down: float) -> float:
-    """``kill -9`` of the master, started again ``down`` seconds later (FILESYSTEM
-    recovery); when it was killed."""
+    """``kill -9`` of the master's host (its agent, then the master), started again ``down``
+    seconds later (FILESYSTEM recovery); when the master was killed."""
     from streamops.cluster.daemons import MASTER_NAME
 
+    kill_agent(cluster.settings, MASTER_NAME)  # else it would start the master again
     at = time.time()
     kill_pid(cluster.cluster.daemons()[MASTER_NAME].pid)
     time.sleep(down)

@@ -87,3 +87,19 @@ def stop_agent(settings: Settings, record: AgentRecord, timeout: float = 10.0) -
         processes.reap(record.pid)
         log.info("stopped the agent of %s (pid %s)", record.node, record.pid)
     registry.unregister(settings.layout, record.node, record.pid)
+
+
+def kill_agent(settings: Settings, node: str, timeout: float = 10.0) -> int | None:
+    """``kill -9`` of the agent of ``node`` (a drill: its daemon killed next, the node is a
+    lost host that nothing starts again by itself); its pid, ``None`` if none ran. Its
+    registration stays, as a dead host's would."""
+    record = registry.records(settings.layout).get(node)
+    if record is None or not record.process_alive():
+        return None
+    os.kill(record.pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while processes.pid_alive(record.pid) and time.monotonic() < deadline:
+        processes.reap(record.pid)
+        time.sleep(0.05)
+    log.info("killed the agent of %s (pid %s)", node, record.pid)
+    return record.pid

@@ -13,7 +13,9 @@ Endpoints (JSON; every error is ``{"error": "..."}`` naming what was wrong)::
     POST /v1/nodes/{node}/release             {"release": "r2"}: switch the active release
 
 The daemon work is a :class:`NodeDaemon`; :class:`SparkNode` is the real one (over
-:class:`~streamops.cluster.node.NodeDaemons`), unit tests give a fake.
+:class:`~streamops.cluster.node.NodeDaemons`), unit tests give a fake. A
+:class:`~streamops.agent.supervisor.Supervisor` starts the daemon again when it dies while it
+is wanted (a start request makes it wanted; a stop, kill or decommission request does not).
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from streamops import processes
 from streamops.agent import registry
+from streamops.agent.supervision import RestartPolicy
+from streamops.agent.supervisor import Supervisor
+from streamops.cluster import daemons
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.node import NodeDaemons
 from streamops.cluster.releases import ReleaseStore
@@ -76,8 +82,9 @@ class SparkNode:
         self.daemons = daemons
 
     def pid(self) -> int | None:
-        record = self.daemons.daemons().get(self.node)
-        return record.pid if record else None
+        """The daemon's pid while it runs (its pid file alone: other nodes' are not read)."""
+        record = daemons.read_pid_file(self.daemons.layout, self.node)
+        return record.pid if record is not None and processes.is_running(record) else None
 
     def worker_id(self) -> str | None:
         """The id under which the master lists this worker (None for the master / if not)."""
@@ -129,9 +136,11 @@ def create_app(
     token: str,
     on_startup: Callable[[], None] | None = None,
     on_shutdown: Callable[[], None] | None = None,
+    supervisor: Supervisor | None = None,
 ) -> FastAPI:
-    """The agent of ``daemon``'s node; requests must carry ``Authorization: Bearer token``."""
-    lock = threading.Lock()  # one daemon operation at a time
+    """The agent of ``daemon``'s node; requests must carry ``Authorization: Bearer token``.
+    With a ``supervisor``, daemon requests set what it keeps running (its lock is theirs)."""
+    lock = supervisor.lock if supervisor else threading.Lock()  # one daemon operation at a time
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -195,9 +204,14 @@ def create_app(
     @app.post("/v1/nodes/{node}/daemon/{action}", dependencies=[Depends(authorized)])
     def daemon_action(node: str, action: Action) -> dict[str, Any]:
         served(node)
+        if supervisor is not None:
+            supervisor.requested(action)  # before the lock: no restart slips in between
         with lock:
             log.info("agent %s: %s the %s daemon", daemon.node, action, daemon.role)
+            before = daemon.pid()
             getattr(daemon, action)()
+            if supervisor is not None:
+                supervisor.done(action, before)
             info = describe()
         log.info("agent %s: %s done (running=%s, pid %s)", daemon.node, action,
                  info["running"], info["pid"])
@@ -246,6 +260,8 @@ def serve(settings: Settings, node: str, host: str | None = None, port: int = 0,
     profile = (ClusterProfile.for_config_dir(settings.config_dir) if profile_file is None
                else ClusterProfile.load(Path(profile_file)))
     daemon = SparkNode(node, NodeDaemons(settings, profile))
+    supervisor = Supervisor(daemon, layout, RestartPolicy(
+        limit=profile.daemon_restart_limit, window=profile.daemon_restart_window))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     host = settings.local_host if host is None else host
@@ -258,20 +274,27 @@ def serve(settings: Settings, node: str, host: str | None = None, port: int = 0,
         registry.register(layout, record)
         log.info("agent of node %s (%s) serving at %s, state root %s", node, daemon.role, url,
                  layout.root)
+        supervisor.boot()
         if start_daemon:
             threading.Thread(target=start_own_daemon, name="start-daemon", daemon=True).start()
+        supervisor.start()
 
     def start_own_daemon() -> None:
         try:
-            daemon.start()
+            with supervisor.lock:
+                before = daemon.pid()
+                daemon.start()
+                supervisor.done("start", before)
             log.info("agent of node %s: daemon started on boot", node)
         except Exception:  # the agent keeps serving; the operator sees why and can retry
             log.exception("agent of node %s: could not start its daemon on boot", node)
 
     def down() -> None:
+        supervisor.stop()
         registry.unregister(layout, node, os.getpid())
         log.info("agent of node %s stopped", node)
 
-    app = create_app(daemon, ReleaseStore(settings), token, on_startup=up, on_shutdown=down)
+    app = create_app(daemon, ReleaseStore(settings), token, on_startup=up, on_shutdown=down,
+                     supervisor=supervisor)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     server.run(sockets=[sock])

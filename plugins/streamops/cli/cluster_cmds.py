@@ -153,7 +153,38 @@ def run_stop(args: argparse.Namespace, settings: Settings) -> int:
 def run_status(args: argparse.Namespace, settings: Settings) -> int:
     status = local_cluster(settings).status()
     print_status(status)
+    supervised = supervision_table(settings)
+    if supervised is not None:
+        supervised.print()
     return 0 if status.master_alive else 1
+
+
+def supervision_table(settings: Settings) -> Listing | None:
+    """One row per node whose agent keeps a supervision record: whether its daemon is kept
+    running, the supervisor's state, restarts in the window and the last thing it said."""
+    import time
+
+    from streamops.agent.registry import node_order, records
+    from streamops.agent.supervision import read_all
+
+    found = read_all(settings.layout)
+    if not found:
+        return None
+    agents = records(settings.layout)
+    now = time.time()
+    table = Listing("daemon supervision (node agents restart a dead master/worker)",
+                    ("node", "kept running", "state", "restarts", "last event"),
+                    right=frozenset({"restarts"}))  # fmt: skip
+    for node in sorted(found, key=node_order):
+        r = found[node]
+        agent = agents.get(node)
+        state = r.state if agent is not None and agent.pid == r.agent_pid else (
+            f"{r.state} (agent {r.agent_pid} gone)")
+        table.add(node, f"{'yes' if r.keep_running else 'no'} ({r.reason})", state,
+                  f"{len(r.recent(now))}/{r.limit} in {r.window / 60:g} min",
+                  f"{time.strftime('%H:%M:%S', time.gmtime(r.last_at))} {r.last}" if r.last
+                  else "-")
+    return table
 
 
 def run_add_worker(args: argparse.Namespace, settings: Settings) -> int:

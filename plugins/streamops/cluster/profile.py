@@ -53,6 +53,14 @@ class ClusterProfile(BaseModel):
         default=120.0, gt=0,
         description="seconds to wait for a worker to be DECOMMISSIONED before stopping it",
     )
+    daemon_restart_limit: int = Field(
+        default=5, ge=0, le=100,
+        description="restarts of a dead master/worker by its node's agent within "
+        "daemon_restart_window before it gives up (0: no supervision)",
+    )
+    daemon_restart_window: float = Field(
+        default=600.0, gt=0, description="seconds over which daemon restarts are counted"
+    )
     worker_cleanup_interval: int = Field(
         default=1800, ge=1, description="seconds between cleanups of old application dirs"
     )

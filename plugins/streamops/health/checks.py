@@ -10,7 +10,9 @@ is wrong (``worker worker-2 is DEAD``, ``job fleet-pings: stage vehicles committ
 for 312 s (limit 120 s)``):
 
 - ``cluster``  — the master answers and is ALIVE; the expected number of workers is ALIVE
-  (the last scale's count, else the profile's); no cluster restart or scale is unfinished;
+  (the last scale's count, else the profile's); no node agent gave up restarting its daemon
+  or restarted it lately (:mod:`streamops.health.daemons`); no cluster restart or scale is
+  unfinished;
 - ``jobs``     — every job that should run runs (declared = its last submission was not
   followed by a cancel or a deliberate stop; and every job a procedure in progress
   stopped); a FAILED status with its error; no upgrade or restart is unfinished (each one
@@ -42,6 +44,7 @@ from streamops.cluster.client import WorkerInfo
 from streamops.exceptions import StreamopsError
 from streamops.health.capacity import check_cluster_capacity, check_job_capacity
 from streamops.health.crash import crashed, isolated
+from streamops.health.daemons import check_daemons
 from streamops.health.gather import GROUPS, declared_jobs, gather, newest_write
 from streamops.health.procedures import ProcedureSeen, procedure_result
 from streamops.health.report import (
@@ -84,8 +87,10 @@ __all__ = [
 def check_cluster(obs: Observation) -> list[CheckResult]:
     s = obs.settings
     procedures = [procedure_result(p, obs.now) for p in obs.procedures if p.job is None]
+    supervised = isolated("cluster", "daemons", lambda: _check_daemons(obs))
     if obs.master is None:
         return [
+            *supervised,
             CheckResult(
                 "cluster", "master", Level.FAIL, f"Spark master at {s.webui_url} does not answer"
             ),
@@ -98,10 +103,19 @@ def check_cluster(obs: Observation) -> list[CheckResult]:
         Level.OK if status == "ALIVE" else Level.FAIL,
         f"master {s.master_url} is {status or 'in an unknown state'}",
     )
-    return [master, *isolated("cluster", "workers", lambda: [_check_workers(obs)]),
+    return [*supervised, master, *isolated("cluster", "workers", lambda: [_check_workers(obs)]),
             *isolated("cluster", "capacity", lambda: check_cluster_capacity(obs),
                       "the capacity check"),
             *procedures]  # fmt: skip
+
+
+def _check_daemons(obs: Observation) -> list[CheckResult]:
+    """What the node agents' supervisors did (:mod:`streamops.health.daemons`); nothing
+    when no agent keeps a record (or they were not gathered)."""
+    if obs.daemons_error:
+        return [CheckResult("cluster", "daemons", Level.FAIL,
+                            f"the supervision records could not be read: {obs.daemons_error}")]
+    return [check_daemons(obs.daemons, obs.now)] if obs.daemons else []
 
 
 def _check_workers(obs: Observation) -> CheckResult:

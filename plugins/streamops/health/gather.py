@@ -24,6 +24,7 @@ from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.status import ClusterStatus, build_status
 from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import ClusterNotRunning, Unhealthy
+from streamops.health.daemons import gather_daemons
 from streamops.health.procedures import gather_procedures
 from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
 from streamops.health.source_probes import Prober, SourceProbe, probe_job
@@ -123,6 +124,11 @@ def gather(
             obs.workers = _gather_workers(settings, thresholds, master)
         except Exception as exc:  # the workers check fails naming it; the others still run
             obs.workers = WorkersSeen(expected_workers(settings, thresholds), error=describe(exc))
+    if "cluster" in wanted:
+        try:
+            obs.daemons = gather_daemons(layout)
+        except Exception as exc:  # the daemons check fails naming it; the others still run
+            obs.daemons_error = describe(exc)
     if "sources" in wanted:
         prober = Prober(obs.http_timeout)
         obs.sources = {v.name: _probe_sources(settings, prober, v) for v in obs.live_views}

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from streamops.agent.supervision import SupervisionRecord
 from streamops.cluster.capacity import FAILOVER_GOAL, Need
 from streamops.cluster.status import WorkerStatus
 from streamops.exceptions import Unhealthy
@@ -245,6 +246,8 @@ class Observation:
     now: float = field(default_factory=time.time)
     http_timeout: float = 5.0
     workers: WorkersSeen | None = None  # gathered for the cluster group
+    daemons: dict[str, SupervisionRecord] | None = None  # node -> its agent's supervision
+    daemons_error: str | None = None  # gathering the supervision records raised
     sources: dict[str, dict[str, SourceProbe]] = field(default_factory=dict)  # job -> source
     sinks: dict[str, SinkSeen] = field(default_factory=dict)  # job -> its store
     procedures: list[ProcedureSeen] = field(default_factory=list)  # unfinished ones
