@@ -63,12 +63,19 @@ def agent_log(cluster: LocalCluster, node: str) -> str:
 
 
 def restarted_by_supervisor(cluster: LocalCluster, node: str, pid: int) -> None:
-    """The agent's record and log say its supervisor started ``pid``."""
-    record = supervision.read(cluster.layout, node)
-    assert record is not None and record.keep_running and record.state == "running", record
-    last = record.restarts[-1]
-    assert last.ok and last.pid == pid, record
-    assert f"by its agent's supervisor: pid {pid}" in agent_log(cluster, node)
+    """The agent's record and log say its supervisor started ``pid`` (the supervisor writes
+    them once it saw the daemon ALIVE itself, a moment after the test may have: waited for)."""
+
+    def said() -> bool:
+        record = supervision.read(cluster.layout, node)
+        return (record is not None and record.keep_running and record.state == "running"
+                and bool(record.restarts) and record.restarts[-1].ok
+                and record.restarts[-1].pid == pid
+                and f"by its agent's supervisor: pid {pid}" in agent_log(cluster, node))
+
+    wait_until(said, 15, f"{node}'s agent to record the restart of pid {pid}", interval=0.2,
+               describe=lambda: f"{supervision.read(cluster.layout, node)}\n"
+               f"{agent_log(cluster, node)[-1500:]}")  # fmt: skip
 
 
 def test_a_killed_worker_jvm_is_alive_again_by_itself(small_cluster: LocalCluster) -> None:
