@@ -40,11 +40,22 @@ def lease_run(context: Context | dict[str, Any]) -> str:
     return f"{ti.dag_id}/{ti.run_id}"
 
 
+def last_task(context: Context | dict[str, Any]) -> bool:
+    """Whether the running task ends its DAG run's path (no task downstream of it): its
+    procedure is over when it returns, so it gives the job's operation lease up itself. The
+    DAG's callbacks would too, but Airflow runs them after the run is marked ended, in
+    another process, and not at all while its database is down: an operator acting as soon
+    as the run shows ``success`` found the job still held."""
+    task = getattr(context["ti"], "task", None)
+    return task is not None and not getattr(task, "downstream_task_ids", True)
+
+
 def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
              job: str | None = None, **kwargs: Any) -> Any:  # fmt: skip
     """``step(ops, *args, **kwargs)`` with this task's operations port, acting as this DAG
     run; with ``job``, holding that job's operation lease for the DAG run (taken by its first
-    task, renewed by each, given up by the DAG's callbacks: :func:`release_run_leases`). An
+    task, renewed by each, given up by its last task, :func:`last_task`, and by the DAG's
+    callbacks, :func:`release_run_leases`). An
     error of ``fatal`` fails the task with its reason, without a retry; so does a job busy
     with another operation (``JobBusy``, naming its holder)."""
     from airflow.sdk import get_current_context
@@ -59,7 +70,8 @@ def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
             if job is not None:
                 context = get_current_context()
                 hold.enter_context(acting_as("dag", lease_run(context)))
-                hold.enter_context(job_operation(ops, job, context["ti"].dag_id, keep=True))
+                hold.enter_context(job_operation(ops, job, context["ti"].dag_id,
+                                                 keep=not last_task(context)))  # fmt: skip
                 note_step(getattr(step, "__name__", str(step)))
             return step(ops, *args, **kwargs)
     except (JobBusy, *fatal) as exc:

@@ -51,3 +51,19 @@ def test_every_manual_dag_gives_its_leases_up_when_it_ends() -> None:
     shared = manual_dag("jobs")
     assert shared["on_success_callback"] is release_run_leases
     assert shared["on_failure_callback"] is release_run_leases
+
+
+def test_the_last_task_of_a_run_gives_the_lease_up_itself(
+    cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task with nothing downstream ends the procedure: the lease is free when it returns,
+    before Airflow marks the run ended and runs its callbacks (not at all while its database
+    is down), so an operator acting on the run's ``success`` is not refused."""
+    layout = cluster.settings.layout
+    assert groups.begin.function(CTX) == "sp-dag"
+    assert op_lease.read_operation(layout, JOB) is not None  # a first task keeps it
+    last = SimpleNamespace(dag_id=RUN.dag_id, run_id=RUN.run_id,
+                           task=SimpleNamespace(downstream_task_ids=set()))
+    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": last})
+    assert groups.request.function(CTX)
+    assert op_lease.read_operation(layout, JOB) is None
