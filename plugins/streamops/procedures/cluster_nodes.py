@@ -15,7 +15,7 @@ from streamops.cluster.client import MasterClient, WorkerInfo
 from streamops.cluster.daemons import MASTER_NAME, worker_index
 from streamops.cluster.node import wait_for
 from streamops.cluster.releases import ReleaseStore
-from streamops.exceptions import ClusterError, ClusterRestartFailed, ConfigError
+from streamops.exceptions import AgentError, ClusterError, ClusterRestartFailed, ConfigError
 from streamops.procedures.timeouts import MASTER_TIMEOUT
 from streamops.settings import Settings
 
@@ -123,9 +123,23 @@ def switch_release_on_nodes(agents: Agents, release: str) -> None:
     nodes = list(agents.records())
     if not nodes:
         raise ClusterRestartFailed("no node agent is registered; start the cluster first")
+    switched, lost = [], []
     for node in nodes:
-        agents.client(node).switch_release(node, release)
-    log.info("jar release %s active on %s", release, ", ".join(nodes))
+        try:
+            agents.client(node).switch_release(node, release)
+            switched.append(node)
+        except AgentError as exc:
+            if node == MASTER_NAME or exc.status != 0:  # refused: not a lost host
+                raise
+            # a worker's host lost with its agent (the release lives in the shared state
+            # root: the node takes the active one when it is started again)
+            log.warning("jar release %s: %s's agent cannot be reached (%s); the node takes "
+                        "the active release when it is started again", release, node, exc)
+            lost.append(node)
+    if not switched:
+        raise ClusterRestartFailed(f"jar release {release}: no node agent could be reached "
+                                   f"({', '.join(lost)})")  # fmt: skip
+    log.info("jar release %s active on %s", release, ", ".join(switched))
 
 
 @dataclass
