@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streamops.names import check_name
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops.state.layout import StateLayout, read_record, write_json_atomic
 
 log = logging.getLogger("streamops.agent")
 
@@ -118,13 +118,8 @@ def write(layout: StateLayout, record: SupervisionRecord) -> None:
 
 def read(layout: StateLayout, node: str) -> SupervisionRecord | None:
     """The record of ``node``'s supervisor (``None``: none or unreadable, with a warning)."""
-    path = record_file(layout, node)
-    try:
-        data = read_json(path)
-        return None if data is None else SupervisionRecord.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        log.warning("ignoring unreadable supervision record %s: %s", path, exc)
-        return None
+    return read_record(record_file(layout, node), SupervisionRecord.from_json,
+                       "supervision record")  # fmt: skip
 
 
 def read_all(layout: StateLayout) -> dict[str, SupervisionRecord]:

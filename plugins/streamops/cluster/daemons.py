@@ -22,7 +22,7 @@ from streamops.cluster.spark_home import SparkInstall
 from streamops.names import check_name
 from streamops.processes import CLUSTER_MARKER, DAEMON_MARKER, DaemonSpec, PidRecord
 from streamops.settings import Settings
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops.state.layout import StateLayout, read_record, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -160,13 +160,7 @@ def write_pid_file(layout: StateLayout, record: PidRecord) -> Path:
 
 def read_pid_file(layout: StateLayout, name: str) -> PidRecord | None:
     """The record of ``name``, or ``None`` if there is none or it cannot be parsed."""
-    path = layout.pid_file(name)
-    try:
-        data = read_json(path)
-        return None if data is None else PidRecord.from_json(data)
-    except (ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring unreadable pid file %s: %s", path, exc)
-        return None
+    return read_record(layout.pid_file(name), PidRecord.from_json, "pid file")
 
 
 def pid_file_names(layout: StateLayout) -> list[str]:

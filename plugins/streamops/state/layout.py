@@ -30,13 +30,17 @@ cache, the trades' data and the cluster's secrets name their own, under the root
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from streamops.names import check_name
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -284,6 +288,18 @@ def read_json(path: Path) -> Any | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
+        return None
+
+
+def read_record(path: Path, parse: Callable[[Any], T], what: str) -> T | None:
+    """``parse`` of the JSON file ``path``; ``None`` if there is none, or, with a warning
+    naming ``what``, if it cannot be parsed."""
+    try:
+        data = read_json(path)
+        return None if data is None else parse(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        logging.getLogger("streamops.state").warning("ignoring unreadable %s %s: %s", what,
+                                                     path, exc)  # fmt: skip
         return None
 
 
