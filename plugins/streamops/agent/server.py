@@ -266,6 +266,10 @@ def serve(settings: Settings, node: str, host: str | None = None, port: int = 0,
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     host = settings.local_host if host is None else host
     sock.bind((host, port))
+    # listening before it registers: a client that reads the registration while the app
+    # still starts up waits in the backlog instead of being refused (uvicorn listens only
+    # after its startup hook, which registers)
+    sock.listen(128)
     url = advertised_url(host, sock.getsockname()[1], settings.node_host)
     record = registry.AgentRecord(node=node, role=daemon.role, url=url, pid=os.getpid(),
                                   cmd=read_cmdline(os.getpid()))

@@ -133,7 +133,8 @@ def test_a_relative_journal_is_the_callers_path_not_the_service_folders(
         cli(state_root, capsys, "sim", "start", "transactions", "--journal", "j.jsonl",
             "--rate", "40")
         deadline = time.monotonic() + 30
-        while not (here / "j.jsonl").exists() and time.monotonic() < deadline:
+        journal = here / "j.jsonl"  # created at start, written at the first flush
+        while not (journal.exists() and journal.stat().st_size) and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
         cli(state_root, capsys, "sim", "stop", "transactions")
