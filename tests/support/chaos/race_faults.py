@@ -68,7 +68,7 @@ def _holder_pid(world: ChaosWorld) -> int | None:
 
 def _others(world: ChaosWorld) -> list[Hand]:
     """The second hands: each would change the job the restart holds."""
-    hands = [_hand(world, "savepoint", "savepoint", world.job),
+    hands = [_hand(world, "savepoint", "save-snapshot", world.job, f"hand-{int(time.time())}"),
              _hand(world, "upgrade", "upgrade", world.job, str(world.spec_file()))]
     taken = sorted(world.settings.layout.savepoints_dir.glob("*/manifest.json"))
     if taken:
@@ -77,8 +77,23 @@ def _others(world: ChaosWorld) -> list[Hand]:
     return hands
 
 
+def _ended(hands: Sequence[Hand], timeout: float) -> Sequence[Hand]:
+    """Wait for every hand to end, each timed when it ended (not when the others did)."""
+    deadline = time.monotonic() + timeout
+    running = list(hands)
+    while running and time.monotonic() < deadline:
+        for hand in [h for h in running if h.proc.poll() is not None]:
+            hand.end(5)
+            running.remove(hand)
+        time.sleep(0.05)
+    for hand in running:
+        hand.proc.kill()
+        hand.end(10)
+    return hands
+
+
 def _all_refused(hands: Sequence[Hand], pid: int) -> list[str]:
-    return [p for p in (h.end(REFUSED_WITHIN_S * 3).refused_by(pid) for h in hands) if p]
+    return [p for p in (h.refused_by(pid) for h in _ended(hands, REFUSED_WITHIN_S * 3)) if p]
 
 
 def two_hands(world: ChaosWorld, rng: random.Random) -> Inflicted:
@@ -87,8 +102,10 @@ def two_hands(world: ChaosWorld, rng: random.Random) -> Inflicted:
     wait_until(lambda: _holder_pid(world) == first.proc.pid or first.proc.poll() is not None,
                120, "the restart to hold the job", interval=0.1)  # fmt: skip
     assert first.proc.poll() is None, f"the restart ended before it held the job: {first.end(5)}"
-    wrong = _all_refused(_others(world), first.proc.pid)
+    others = _others(world)
+    wrong = _all_refused(others, first.proc.pid)
     assert not wrong, "a second hand was not refused while the restart ran: " + "; ".join(wrong)
+    refused = ", ".join(f"{h.what} {h.took:.1f} s" for h in others)
     delay = rng.uniform(0.5, 6.0)  # a restart takes 10-20 s here: killed in its middle
     try:
         first.proc.wait(delay)
@@ -102,8 +119,7 @@ def two_hands(world: ChaosWorld, rng: random.Random) -> Inflicted:
     wait_until(lambda: _holder_pid(world) in {h.proc.pid for h in pair}
                or all(h.proc.poll() is not None for h in pair), 120,
                "one of the two re-runs to hold the job", interval=0.1)  # fmt: skip
-    for hand in pair:
-        hand.end(600)
+    _ended(pair, 600)
     winners = [h for h in pair if h.code == 0]
     assert len(winners) == 1, "two re-runs at once: not exactly one ran: " + " | ".join(
         f"exit {h.code}: {h.out.strip()[-300:]}" for h in pair)
@@ -112,5 +128,5 @@ def two_hands(world: ChaosWorld, rng: random.Random) -> Inflicted:
     assert not problem, f"the other re-run: {problem}"
     how = f"killed -9 after {delay:.1f} s" if killed else f"done within {delay:.1f} s"
     seconds = ", ".join(f"{h.what} {h.took:.1f} s" for h in pair)
-    return Inflicted(at, f"restart held the job, its second hands refused; {how}; two re-runs "
-                     f"at once, one ran to its end, one refused ({seconds})")  # fmt: skip
+    return Inflicted(at, f"restart held the job, its second hands refused ({refused}); {how}; "
+                     f"two re-runs at once, one ran, one refused ({seconds})")  # fmt: skip
