@@ -81,11 +81,12 @@ def rolling_scale() -> None:
         return run_step(scale.batch_marks)
 
     @task(retries=0)
-    def change_workers(plan: dict) -> int:
+    def change_workers(plan: dict, marks: dict) -> int:
         node = plan.get("node")
         result = run_step(scale.change_workers, this_run(), workers=plan.get("workers"),
                           add=node if plan["action"] == "add" else None,
-                          remove=node if plan["action"] == "remove" else None)  # fmt: skip
+                          remove=node if plan["action"] == "remove" else None,
+                          marks=marks)  # fmt: skip
         print(result.summary())
         return len(result.running)
 
@@ -94,32 +95,24 @@ def rolling_scale() -> None:
         run_step(scale.confirm_in_master, this_run(), expected)
 
     @task
-    def verify_batches_continue(marks: dict, params: dict | None = None) -> dict:
+    def verify_batches_continue(params: dict | None = None) -> dict:
         timeout = float((params or {}).get("verify_timeout") or VERIFY_BATCHES_TIMEOUT)
-        batches = run_step(scale.verify_batches, this_run(), _marks(marks), timeout)
+        batches = run_step(scale.verify_batches_continue, this_run(), timeout)
         print(f"batches after the scale: {batches}")
         return batches
 
     @task
     def rebalance() -> list[str]:
-        jobs = run_step(scale.rebalance_jobs, this_run())
+        jobs = run_step(scale.rebalance, this_run())
         print(f"rebalanced (restarted from a savepoint to use the free cores): {jobs}" if jobs
               else "every job uses the cores it asks for; no rebalance needed")
         return jobs
 
-    marks = mark_batches()
     plan = validate()
+    marks = mark_batches()
     plan >> marks
-    running = change_workers(plan)
-    marks >> running
-    confirmed = confirm_in_master(running)
-    confirmed >> verify_batches_continue(marks) >> rebalance()
-
-
-def _marks(raw: dict) -> dict:
-    """Batch marks back from XCom (JSON turned the (batch, time) tuples into lists)."""
-    return {job: {stage: tuple(mark) for stage, mark in stages.items()}
-            for job, stages in raw.items()}
+    confirmed = confirm_in_master(change_workers(plan, marks))
+    confirmed >> verify_batches_continue() >> rebalance()
 
 
 rolling_scale()

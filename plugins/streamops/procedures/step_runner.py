@@ -23,7 +23,8 @@ OnFailure = Callable[[StreamopsError], None | NoReturn]
 
 
 def step_name(step: Step) -> str:
-    return str(getattr(step, "__name__", step))
+    """A step's name: its function's (of a ``functools.partial`` too)."""
+    return str(getattr(getattr(step, "func", step), "__name__", step))
 
 
 def run_steps(

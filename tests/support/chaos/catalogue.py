@@ -268,8 +268,8 @@ def scale_up_down(world: ChaosWorld, rng: random.Random) -> Inflicted:
     n = len(_alive(world))
     other = n + 1 if n < world.cluster.cluster.profile.max_workers else n - 1
     at = time.time()
-    scale.scale_to(world.settings, other)
-    scale.scale_to(world.settings, n)
+    scale.scale(world.settings, workers=other)  # the whole procedure: verify, rebalance
+    scale.scale(world.settings, workers=n)
     return Inflicted(at, f"scaled {n} → {other} → {n} workers")
 
 

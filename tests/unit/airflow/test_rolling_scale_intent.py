@@ -40,15 +40,15 @@ def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Settings:
 def test_a_run_records_its_intent_and_the_workers_health_expects(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scale, "verify_batches_continue", lambda s, m, t: {})
+    monkeypatch.setattr(scale, "batches_continue", lambda s, m, t: {})
     tasks = _tasks()
-    assert tasks["change_workers"]({"action": "workers", "workers": 3}) == 3
+    assert tasks["change_workers"]({"action": "workers", "workers": 3}, {}) == 3
     intent = scale.load_intent(settings)
     assert intent is not None and intent.owner == OWNER and intent.workers == 3
     assert not intent.finished and desired_workers(settings.layout) is None
     tasks["confirm_in_master"](3)
     assert desired_workers(settings.layout) == 3
-    tasks["verify_batches_continue"]({}, params={"verify_timeout": 30})
+    tasks["verify_batches_continue"](params={"verify_timeout": 30})
     tasks["rebalance"]()
     intent = scale.load_intent(settings)
     assert intent is not None and intent.finished
@@ -62,12 +62,12 @@ def test_a_failed_step_is_kept_in_the_intent(
     def stalled(*_: Any) -> dict[str, Any]:
         raise JobError("fleet-pings committed no new batch within 30s of the scale")
 
-    monkeypatch.setattr(scale, "verify_batches_continue", stalled)
+    monkeypatch.setattr(scale, "batches_continue", stalled)
     tasks = _tasks()
-    tasks["change_workers"]({"action": "workers", "workers": 3})
+    tasks["change_workers"]({"action": "workers", "workers": 3}, {})
     tasks["confirm_in_master"](3)
     with pytest.raises(JobError):
-        tasks["verify_batches_continue"]({}, params={"verify_timeout": 30})
+        tasks["verify_batches_continue"](params={"verify_timeout": 30})
     intent = scale.load_intent(settings)
     assert intent is not None and not intent.finished
     assert intent.reason and "step verify_batches_continue failed" in intent.reason

@@ -239,7 +239,7 @@ def quiet_scale(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> None:
     monkeypatch.setattr(scale, "scale_to", scale_to)
     monkeypatch.setattr(scale, "wait_alive_count", lambda s, n: None)
     monkeypatch.setattr(scale, "batch_marks", lambda s: {})
-    monkeypatch.setattr(scale, "verify_batches_continue", lambda s, m, t=None: {})
+    monkeypatch.setattr(scale, "batches_continue", lambda s, m, t=None: {})
     monkeypatch.setattr(scale, "rebalance_candidates", lambda s: [])
 
 

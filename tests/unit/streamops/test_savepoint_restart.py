@@ -159,9 +159,9 @@ def test_the_rebalance_runs_the_steps_and_resumes_an_unfinished_one(
 
     monkeypatch.setattr(cluster, "start", submit_once_crashed)
     with pytest.raises(KeyboardInterrupt):
-        scale.rebalance(cluster.ops, JOB)
+        scale.rebalance_job(cluster.ops, JOB)
     assert scale._rebalancing(cluster.settings, JOB)  # stopped, not started: a candidate
-    assert scale.rebalance(cluster.ops, JOB) == "driver-2"
+    assert scale.rebalance_job(cluster.ops, JOB) == "driver-2"
     assert cluster.count("savepoint") == 1 and cluster.submitted == 1
     assert not scale._rebalancing(cluster.settings, JOB)
 
