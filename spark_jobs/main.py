@@ -36,9 +36,9 @@ from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
 from streamops.settings import Settings
-from streamops.spec import JobSpec, decode_spec
-from streamops.state import lease
-from streamops.state.layout import StateLayout, append_jsonl
+from streamops_contract.spec import JobSpec, decode_spec
+from streamops_contract.state import lease
+from streamops_contract.state.layout import StateLayout, append_jsonl
 
 log = logging.getLogger("spark_jobs.main")
 

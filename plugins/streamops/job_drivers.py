@@ -8,7 +8,7 @@ relaunched. The drivers of ``job`` are the master's live drivers (``SUBMITTED``,
 - a record of the job names: its submissions, its status, its hot standby's file, or
   ``jobs/<job>/drivers.jsonl`` (every driver appends itself when it starts, relaunches
   included); or
-- the master's recovery file names (``streamops.cluster.recovery``): the only place a
+- the master's recovery file names (``streamops_contract.recovery``): the only place a
   relaunch still waiting for cores shows whose it is.
 
 An orphan is a driver of the job that is neither its live primary nor that primary's standby
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from streamops.cluster.client import DriverInfo
-from streamops.cluster.recovery import driver_app_names
 from streamops.job_view import LIVE_DRIVER_STATES
 from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout, read_json
+from streamops_contract.recovery import driver_app_names
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -16,19 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
-from streamops.cluster.recovery import driver_app_names
 from streamops.cluster.worker_names import WorkerNames, worker_names
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.job_drivers import drivers_of, read_records, recorded_ids, warm_standbys
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
-from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.state import lease
 from streamops.state.job_status import JobStatus, read_status
 from streamops.state.layout import append_jsonl, read_json
-from streamops.state.lease import read_lease
 from streamops.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
+from streamops_contract.names import check_name
+from streamops_contract.recovery import driver_app_names
+from streamops_contract.state import lease
+from streamops_contract.state.lease import read_lease
 
 log = logging.getLogger("streamops.jobs")
 

@@ -54,9 +54,9 @@ from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import load_spec
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.job_status import JobStatus
-from streamops.state.lease import read_lease
+from streamops_contract.state.checkpoint_cut import last_batch
+from streamops_contract.state.lease import read_lease
 
 pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"

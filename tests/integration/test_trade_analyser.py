@@ -32,9 +32,9 @@ from streamops.procedures.upgrade import plan_upgrade, upgrade
 from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints import catalogue
+from streamops_contract.state.checkpoint_cut import last_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 JOB = "trade-analyser-it"

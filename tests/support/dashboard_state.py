@@ -17,9 +17,9 @@ from typing import Any
 from spark_jobs.sinks import store
 from streamops.health.report import CheckResult, HealthReport, Level, record
 from streamops.settings import Settings
-from streamops.state import lease
 from streamops.state.layout import append_jsonl, write_json_atomic
-from streamops.state.savepoints.manifest import Manifest, StageEntry
+from streamops_contract.state import lease
+from streamops_contract.state.savepoints.manifest import Manifest, StageEntry
 
 JOB = "fleet-pings"
 DRIVER = "driver-20261125120000-0001"

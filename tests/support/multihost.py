@@ -46,8 +46,8 @@ from streamops.sim import read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import JobSpec, load_spec
 from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.layout import write_json_atomic
+from streamops_contract.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 AGENT_PORT = 7070

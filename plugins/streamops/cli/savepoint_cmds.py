@@ -18,7 +18,7 @@ from streamops.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
-    from streamops.state.savepoints.manifest import SavepointInfo
+    from streamops_contract.state.savepoints.manifest import SavepointInfo
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")

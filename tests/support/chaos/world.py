@@ -37,7 +37,7 @@ from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
 from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
-from streamops.state.checkpoint_cut import last_batch
+from streamops_contract.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
 STAGES = ("vehicles", "vehicle-stats-1m")

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from streamops.exceptions import SavepointError
-from streamops.state.layout import read_json
+from streamops_contract.exceptions import SavepointError
+from streamops_contract.state.layout import read_json
 
 log = logging.getLogger(__name__)
 
