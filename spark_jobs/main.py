@@ -35,7 +35,6 @@ from spark_jobs.runtime import hot_roles, hot_standby, job_code, standby, superv
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
-from streamops.settings import Settings
 from streamops_contract.spec import JobSpec, decode_spec
 from streamops_contract.state import lease
 from streamops_contract.state.layout import StateLayout, append_jsonl
@@ -136,7 +135,7 @@ def run(
     )
     behind = None
     keeper: hot_roles.LeaseKeeper | None = None
-    settings = Settings.from_b64(args.settings_b64) if args.settings_b64 else None
+    settings = hot_standby.settings_of(args.settings_b64)
     record_start(layout, spec.name, args)
     if args.standby and standby.aborted(layout, spec.name, args.standby):
         log.warning("job %s: standby %s was aborted (this is its relaunch); exiting", spec.name,

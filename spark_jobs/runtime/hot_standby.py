@@ -41,6 +41,9 @@ from spark_jobs.runtime.hot_roles import Dismissed
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.superseded import superseded
 from spark_jobs.runtime.warmup import warm_executors
+
+# the job side's one crossing into the operator: a hot driver moves its own standby through
+# the master (allow-listed in scripts/import_cycles.py, docs/architecture.md "Floors")
 from streamops.cluster.client import MasterClient
 from streamops.cluster.submission import submit_hot_standby
 from streamops.settings import Settings
@@ -91,6 +94,13 @@ def move_reason(
                     why)  # fmt: skip
         return None
     return f"it runs on the running driver's worker {where.own_worker}"
+
+
+def settings_of(b64: str | None) -> Settings | None:
+    """The settings a hot job's driver is submitted with (``--settings-b64``: where the master
+    is), or ``None`` without them. The driver's only use of the operator's settings: its
+    calls to the master live here and in :mod:`.placement` (docs/architecture.md, "Floors")."""
+    return Settings.from_b64(b64) if b64 else None
 
 
 def stays(
