@@ -1,5 +1,7 @@
-"""The exceptions of the ops library (the base and the errors the contract raises are
-:mod:`streamops_contract.exceptions`, re-exported here, so the tree has one home).
+"""The exceptions of the project: one tree, the contract's base extended with the operator's.
+
+The base and the errors the contract raises are :mod:`streamops_contract.exceptions`, named
+from here too, so every error is imported from one place on the operator's side.
 
 Every error a user can cause derives from :class:`StreamopsError` and says what was wrong
 and what to do about it::

@@ -1,7 +1,7 @@
 """CLI verbs for savepoints: ``list-snapshots``, ``delete-snapshot``, ``retain``.
 
 The names follow Jet's ``jet.sh list-snapshots`` / ``delete-snapshot``; what they act on are
-savepoints (``docs/architecture.md``, *Savepoints and upgrades*).
+savepoints (``docs/mechanisms/savepoints-and-upgrades.md``).
 """
 
 from __future__ import annotations
