@@ -4,7 +4,9 @@
 Scale the Spark workers while the jobs keep running, every cluster step through the node
 agents. Give **either** a target worker count **or** a worker node to add or remove:
 
-1. **validate**: exactly one of `workers` (≥ 1), `add`, `remove`; the node has an agent;
+1. **validate**: exactly one of `workers` (≥ 1), `add`, `remove`; the node has an agent; a
+   scale-down must leave a cluster that holds every job after losing its largest worker
+   (N+1), else the run fails here naming the shortfall (param `allow_no_spare`: warned);
 2. **mark_batches**: each running job's last committed batch, per stage;
 3. **change_workers**: start idle workers (spare agents) or gracefully decommission workers
    (SIGPWR: executors drain, then stop), one at a time, preferring workers without a driver;
@@ -24,7 +26,7 @@ from airflow.sdk import Param, dag, task
 
 from streamops.procedures import scale
 from streamops.procedures.timeouts import VERIFY_BATCHES_TIMEOUT
-from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.dag_defaults import manual_dag, spare_param
 from streamops_airflow.procedure_tasks import run_step, this_run
 
 
@@ -41,6 +43,7 @@ from streamops_airflow.procedure_tasks import run_step, this_run
                         description="worker node to decommission gracefully, e.g. worker-3"),
         "verify_timeout": Param(300, type="integer", minimum=30, title="Verify timeout (s)",
                                 description="how long the jobs get to commit new batches"),
+        "allow_no_spare": spare_param(),
     },  # fmt: skip
 )
 def rolling_scale() -> None:
@@ -63,11 +66,14 @@ def rolling_scale() -> None:
             if count > len(known):
                 raise ParamError("workers", f"{count} workers wanted but only {len(known)} "
                                  f"worker nodes have an agent ({', '.join(known) or 'none'})")
+            checks.admitted(params, ops_settings(), f"scale to {count}", workers=count)
             return {"action": action, "workers": count}
         node = checks.safe_name(params, action)
         if node not in known:
             raise ParamError(action, f"no agent serves worker node '{node}' (worker nodes: "
                              f"{', '.join(known) or 'none'})")
+        if action == "remove":
+            checks.admitted(params, ops_settings(), f"removing worker {node}", remove=[node])
         return {"action": action, "node": node}
 
     @task

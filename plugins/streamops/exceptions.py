@@ -107,6 +107,12 @@ class JobBusy(JobError):
         self.holder = holder
 
 
+class OperationLost(JobError):
+    """This operation's lease on the job was taken over by another operator (it was thought
+    gone: its heartbeat stopped longer than the lease's TTL). It stopped at a step boundary
+    without undoing anything: the job and its intent are the new holder's now."""
+
+
 class UpgradeRefused(JobError):
     """The upgrade plan is not allowed; nothing was stopped."""
 

@@ -57,10 +57,11 @@ def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
     task, renewed by each, given up by its last task, :func:`last_task`, and by the DAG's
     callbacks, :func:`release_run_leases`). An
     error of ``fatal`` fails the task with its reason, without a retry; so does a job busy
-    with another operation (``JobBusy``, naming its holder)."""
+    with another operation (``JobBusy``, naming its holder) or taken over by one while this
+    run was thought gone (``OperationLost``)."""
     from airflow.sdk import get_current_context
 
-    from streamops.exceptions import JobBusy
+    from streamops.exceptions import JobBusy, OperationLost
     from streamops.procedures.job_lease import acting_as, job_operation, note_step
     from streamops_airflow import hooks
 
@@ -74,7 +75,7 @@ def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
                                                  keep=not last_task(context)))  # fmt: skip
                 note_step(getattr(step, "__name__", str(step)))
             return step(ops, *args, **kwargs)
-    except (JobBusy, *fatal) as exc:
+    except (JobBusy, OperationLost, *fatal) as exc:
         raise ProcedureFailed(str(exc)) from exc
 
 

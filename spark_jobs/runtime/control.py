@@ -147,6 +147,7 @@ class ControlLoop:
             # sha256 always: it is taken from the bytes as they are copied, at about no cost
             # beyond the copy (docs/performance.md), and a restore checks it
             checksum="sha256",
+            code=Path(ctx.spec.code).name if ctx.spec.code else None,
         )  # fmt: skip
         log.info("control: savepoint %s written (%s bytes, %s stages)", manifest.name,
                  manifest.bytes, len(manifest.stages))  # fmt: skip

@@ -75,7 +75,8 @@ def savepoints_table(infos: list[SavepointInfo]) -> Listing:
     table = Listing("savepoints", ("TIME", "SIZE", "JOB", "NAME", "VERSION", "STAGES"),
                     right=frozenset({"SIZE"}))  # fmt: skip
     for i in infos:
-        table.add(_time(i.created_at), human_bytes(i.bytes), i.job, i.name, i.version,
+        version = f"{i.version} ({i.code})" if i.code else i.version
+        table.add(_time(i.created_at), human_bytes(i.bytes), i.job, i.name, version,
                   ", ".join(i.stages))  # fmt: skip
     return table
 

@@ -5,16 +5,16 @@ jobs) is replaced; the tasks are the DAG's own."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.dag_runs import dag_tasks
 
 from streamops.exceptions import JobError
 from streamops.procedures import scale
-from streamops.settings import PROJECT_ROOT, Settings
+from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
 
 RUN = SimpleNamespace(dag_id="rolling_scale", run_id="manual__1")
@@ -22,12 +22,7 @@ OWNER = "airflow:rolling_scale/manual__1"
 
 
 def _tasks(name: str = "rolling_scale") -> dict[str, Any]:
-    path = PROJECT_ROOT / "dags" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_dag", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {t.task_id: t.python_callable for t in getattr(module, name)().tasks}
+    return {task_id: t.python_callable for task_id, t in dag_tasks(name).items()}
 
 
 @pytest.fixture

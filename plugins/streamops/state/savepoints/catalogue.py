@@ -64,7 +64,7 @@ def list_savepoints(
             continue
         if job is None or m.job == job:
             infos.append(SavepointInfo(path.name, m.job, m.version, m.created_at, m.bytes,
-                                       tuple(sorted(m.stages)), path))  # fmt: skip
+                                       tuple(sorted(m.stages)), path, m.code))  # fmt: skip
     return sorted(infos, key=lambda i: (i.created_at, i.name), reverse=True)
 
 
