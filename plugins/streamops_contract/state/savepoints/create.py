@@ -30,7 +30,7 @@ from streamops_contract.state.savepoints.manifest import (
     summary,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("streamops.state.savepoints.create")  # the savepoint store's log channel
 
 def create_savepoint(
     layout: StateLayout, name: str, *, job: str, version: str,
