@@ -14,11 +14,11 @@ from typing import Any
 
 from streamops.exceptions import StreamopsError
 from streamops.jobs import JobRegistry
-from streamops.names import check_name
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state.savepoints import catalogue
 from streamops_airflow.exceptions import ParamError, ProcedureFailed
+from streamops_contract.names import check_name
 
 
 def require(params: Mapping[str, Any], name: str) -> Any:

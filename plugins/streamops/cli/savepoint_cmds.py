@@ -1,7 +1,7 @@
 """CLI verbs for savepoints: ``list-snapshots``, ``delete-snapshot``, ``retain``.
 
 The names follow Jet's ``jet.sh list-snapshots`` / ``delete-snapshot``; what they act on are
-savepoints (``docs/architecture.md``, *Savepoints and upgrades*).
+savepoints (``docs/mechanisms/savepoints-and-upgrades.md``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from streamops.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
-    from streamops.state.savepoints.manifest import SavepointInfo
+    from streamops_contract.state.savepoints.manifest import SavepointInfo
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")

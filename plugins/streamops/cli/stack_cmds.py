@@ -100,7 +100,7 @@ def vehicles_table(rows: list[Any], total: int) -> Listing:
 def cmd_vehicles(args: argparse.Namespace, settings: Settings) -> int:
     from sqlalchemy import func, select
 
-    from spark_jobs.sinks import store
+    from streamops_contract.sinks import store
 
     engine = store.engine_for(args.store_url or settings.layout.default_store_url, [store.vehicles])
     t = store.vehicles

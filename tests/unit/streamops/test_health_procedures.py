@@ -27,8 +27,8 @@ from streamops.procedures.savepoint_taking import SavepointCancel
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import load_spec
 from streamops.stack import local_stack
-from streamops.state import lease
 from streamops.state.layout import append_jsonl, write_json_atomic
+from streamops_contract.state import lease
 
 JOB = "fleet-pings"
 V1 = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"

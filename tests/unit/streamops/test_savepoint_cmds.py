@@ -15,7 +15,7 @@ from streamops.exceptions import ConfigError, SavepointProtected
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, write_json_atomic
 from streamops.state.savepoints.catalogue import get_savepoint, list_savepoints
-from streamops.state.savepoints.create import create_savepoint
+from streamops_contract.state.savepoints.create import create_savepoint
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from streamops.exceptions import (
     SavepointNotFound,
     SavepointProtected,
 )
-from streamops.names import check_name
 from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout, read_json
-from streamops.state.savepoints.manifest import (
+from streamops_contract.names import check_name
+from streamops_contract.state.savepoints.manifest import (
     Manifest,
     SavepointInfo,
     check_files,

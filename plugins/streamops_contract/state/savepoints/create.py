@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from streamops.exceptions import ConfigError, SavepointError, SavepointExists
-from streamops.names import check_name
-from streamops.state.checkpoint_cut import missing_state_versions
-from streamops.state.layout import StateLayout, write_json_atomic
-from streamops.state.savepoints.copying import READ_ONLY, copy_tree
-from streamops.state.savepoints.manifest import (
+from streamops_contract.exceptions import ConfigError, SavepointError, SavepointExists
+from streamops_contract.names import check_name
+from streamops_contract.state.checkpoint_cut import missing_state_versions
+from streamops_contract.state.layout import StateLayout, write_json_atomic
+from streamops_contract.state.savepoints.copying import READ_ONLY, copy_tree
+from streamops_contract.state.savepoints.manifest import (
     MANIFEST,
     ChecksumMode,
     FileChecksum,
@@ -30,7 +30,7 @@ from streamops.state.savepoints.manifest import (
     summary,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("streamops.state.savepoints.create")  # the savepoint store's log channel
 
 def create_savepoint(
     layout: StateLayout, name: str, *, job: str, version: str,

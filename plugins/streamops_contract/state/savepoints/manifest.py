@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from streamops.exceptions import SavepointError
-from streamops.state.layout import read_json
+from streamops_contract.exceptions import SavepointError
+from streamops_contract.state.layout import read_json
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("streamops.state.savepoints.manifest")  # the savepoint store's log channel
 
 MANIFEST = "manifest.json"
 _CHUNK = 1 << 20
