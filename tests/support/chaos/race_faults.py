@@ -70,10 +70,11 @@ def _others(world: ChaosWorld) -> list[Hand]:
     """The second hands: each would change the job the restart holds."""
     hands = [_hand(world, "savepoint", "save-snapshot", world.job, f"hand-{int(time.time())}"),
              _hand(world, "upgrade", "upgrade", world.job, str(world.spec_file()))]
+    # a savepoint of the job if one was taken, else a name never taken: either way the busy
+    # job refuses the restore before it reads any savepoint
     taken = sorted(world.settings.layout.savepoints_dir.glob("*/manifest.json"))
-    if taken:
-        hands.append(_hand(world, "restore", "restore", str(world.spec_file()),
-                           taken[-1].parent.name))  # fmt: skip
+    name = taken[-1].parent.name if taken else "never-taken"
+    hands.append(_hand(world, "restore", "restore", str(world.spec_file()), name))
     return hands
 
 
