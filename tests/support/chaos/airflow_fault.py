@@ -3,7 +3,8 @@ upgrade DAG run.
 
 ``savepoint_and_upgrade`` (v1 → v2) is triggered in the world's real Airflow; its metadata
 database is killed -9 either while the savepoint-with-cancel task runs or once the old
-version has stopped, and stays down 10-30 s. Meanwhile health's ``jobs`` checks must fail
+version has stopped, and stays down 10-30 s. A ``streamops restart`` typed meanwhile must be
+refused at once, naming the DAG run that holds the job. Meanwhile health's ``jobs`` checks must fail
 whenever the job has no live driver (the unfinished upgrade intent says so, and what resumes
 it). Then the operator's way back: ``streamops airflow start`` (the database and the four
 processes started again), the run's failed tasks cleared if it failed (what health's message
@@ -20,6 +21,7 @@ import time
 
 from support.airflow_api import Api, wait_for
 from support.chaos.actions import Inflicted
+from support.chaos.race_faults import ended, restart_hand
 from support.chaos.world import ChaosWorld
 
 from streamops.exceptions import StreamopsError
@@ -88,7 +90,11 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
     at = time.time()
     os.kill(postmaster, signal.SIGKILL)
     down_for = rng.uniform(10, 30)
-    down, wrong = _watch_jobs(world, down_for)
+    # a second hand meanwhile: the run holds the job though its Airflow cannot answer
+    hand = ended([restart_hand(world)])[0]
+    problem = hand.refused_by(f"DAG run {DAG}/{run_id}")
+    assert not problem, f"a CLI restart during the upgrade DAG run: {problem}"
+    down, wrong = _watch_jobs(world, max(0.0, down_for - hand.took))
     assert not wrong, f"health's jobs checks said OK while the job was down: {wrong}"
     started = time.monotonic()
     stack.start()  # `streamops airflow start`
@@ -113,5 +119,6 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
     how = f"its tasks {', '.join(sorted(set(cleared)))} cleared" if cleared else "no clear needed"
     how = f"{'warm' if warm else 'cold'}, {how}"
     return Inflicted(at, f"Airflow's PostgreSQL killed ({moment}), down {down_for:.0f} s "
-                     f"({down} samples with the job down, none OK), Airflow back {back:.0f} s "
-                     f"later; the upgrade run finished ({how}); back to v1 by the CLI")
+                     f"(a CLI restart refused in {hand.took:.1f} s naming the run; {down} "
+                     f"samples with the job down, none OK), Airflow back {back:.0f} s later; "
+                     f"the upgrade run finished ({how}); back to v1 by the CLI")  # fmt: skip

@@ -40,12 +40,14 @@ class Hand:
         self.code, self.took = self.proc.returncode, time.time() - self.started
         return self
 
-    def refused_by(self, pid: int) -> str:
-        """'' if this hand was refused as busy with a holder of pid ``pid``; else what it did."""
-        if self.code != 0 and BUSY in self.out and f"pid {pid} " in self.out:
+    def refused_by(self, holder: int | str) -> str:
+        """'' if this hand was refused as busy with ``holder`` (a pid, or words of the holder's
+        description, e.g. ``DAG run <dag>/<run>``); else what it did."""
+        named = f"pid {holder} " if isinstance(holder, int) else holder
+        if self.code != 0 and BUSY in self.out and named in self.out:
             return ""
         return (f"{self.what}: exit {self.code} after {self.took:.1f} s, not refused as busy "
-                f"with pid {pid}: {self.out.strip()[-400:]}")  # fmt: skip
+                f"with {named.strip()}: {self.out.strip()[-400:]}")  # fmt: skip
 
 
 def _hand(world: ChaosWorld, what: str, *args: str) -> Hand:
@@ -57,7 +59,8 @@ def _hand(world: ChaosWorld, what: str, *args: str) -> Hand:
     return Hand(what, proc, time.time())
 
 
-def _restart(world: ChaosWorld) -> Hand:
+def restart_hand(world: ChaosWorld) -> Hand:
+    """``streamops restart JOB --mode savepoint`` typed in another terminal."""
     return _hand(world, "restart", "restart", world.job, "--mode", "savepoint")
 
 
@@ -78,7 +81,7 @@ def _others(world: ChaosWorld) -> list[Hand]:
     return hands
 
 
-def _ended(hands: Sequence[Hand], timeout: float) -> Sequence[Hand]:
+def ended(hands: Sequence[Hand], timeout: float = REFUSED_WITHIN_S * 3) -> Sequence[Hand]:
     """Wait for every hand to end, each timed when it ended (not when the others did)."""
     deadline = time.monotonic() + timeout
     running = list(hands)
@@ -94,11 +97,11 @@ def _ended(hands: Sequence[Hand], timeout: float) -> Sequence[Hand]:
 
 
 def _all_refused(hands: Sequence[Hand], pid: int) -> list[str]:
-    return [p for p in (h.refused_by(pid) for h in _ended(hands, REFUSED_WITHIN_S * 3)) if p]
+    return [p for p in (h.refused_by(pid) for h in ended(hands, REFUSED_WITHIN_S * 3)) if p]
 
 
 def two_hands(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    first = _restart(world)
+    first = restart_hand(world)
     at = first.started
     wait_until(lambda: _holder_pid(world) == first.proc.pid or first.proc.poll() is not None,
                120, "the restart to hold the job", interval=0.1)  # fmt: skip
@@ -116,11 +119,11 @@ def two_hands(world: ChaosWorld, rng: random.Random) -> Inflicted:
         killed = True
     first.end(60)
     # two operators re-run it at the same moment: one takes over, one is refused
-    pair = [_restart(world), _restart(world)]
+    pair = [restart_hand(world), restart_hand(world)]
     wait_until(lambda: _holder_pid(world) in {h.proc.pid for h in pair}
                or all(h.proc.poll() is not None for h in pair), 120,
                "one of the two re-runs to hold the job", interval=0.1)  # fmt: skip
-    _ended(pair, 600)
+    ended(pair, 600)
     winners = [h for h in pair if h.code == 0]
     assert len(winners) == 1, "two re-runs at once: not exactly one ran: " + " | ".join(
         f"exit {h.code}: {h.out.strip()[-300:]}" for h in pair)
