@@ -46,6 +46,7 @@ from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
 from streamops.procedures.world import operations
 from streamops.settings import Settings
+from streamops.state import intents
 from streamops.state.cluster_size import record_desired_workers
 from streamops.state.job_status import StageStatus
 
@@ -166,15 +167,11 @@ class ScaleIntent(StepRecord):
     reason: str | None = None
 
 
-SCALE_STEPS = ("change_workers", "confirm_in_master", "verify_batches_continue", "rebalance")
+SCALE_STEPS = intents.SCALE_STEPS
 """The steps of a scale after ``begin``, in order, as its intent records them."""
 
 
-def _migrate(data: dict[str, object], key: str | None) -> dict[str, object] | None:
-    return data if "workers" in data and "owner" in data else None
-
-
-STORE = IntentStore(ScaleIntent, OPERATION, error=ClusterError, cluster=True, migrate=_migrate,
+STORE = IntentStore(ScaleIntent, OPERATION, error=ClusterError,
                     describe=lambda i: f"scale to {i.workers} worker(s) ({i.owner})")  # fmt: skip
 
 
