@@ -174,7 +174,8 @@ KINDS: dict[str, IntentKind] = {k.name: k for k in (
                migrate=_deploy, watched=False),  # the job's own check judges its driver
     IntentKind("cluster-restart", "cluster", "cluster restart", finished=("done", "rolled-back")),
     IntentKind("scale", "cluster", "scale", migrate=_scale, steps={"": SCALE_STEPS}),
-    IntentKind("reconcile", "resource", "reconcile action", migrate=_reconcile),
+    IntentKind("reconcile", "resource", "reconcile action", finished=("done", "ended"),
+               migrate=_reconcile),
 )}  # fmt: skip
 """Every kind of intent record, by name."""
 
