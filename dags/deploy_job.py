@@ -12,14 +12,16 @@ streaming driver ends; the wait is deferred to the triggerer.
 A second live instance of the same job name is refused with a clear error: cancel it first,
 or use `savepoint_and_upgrade` to change its version.
 
-**Params**: `spec` (a job spec YAML under `config/jobs/`, or an absolute path).
+**Params**: `spec` (a job spec YAML under `config/jobs/`, or an absolute path);
+`allow_no_spare` (the validate task refuses a job the cluster would not hold after losing its
+largest worker, N+1, naming the shortfall; true: warned instead).
 """
 
 from __future__ import annotations
 
 from airflow.sdk import Param, dag, task
 
-from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.dag_defaults import manual_dag, spare_param
 from streamops_airflow.operators import StreamingSparkSubmitOperator
 
 
@@ -31,6 +33,7 @@ from streamops_airflow.operators import StreamingSparkSubmitOperator
             "fleet-pings.yaml", type="string", minLength=1, title="Job spec",
             description="YAML file under config/jobs/ (e.g. fleet-pings.yaml) or absolute path",
         ),
+        "allow_no_spare": spare_param(),
     },  # fmt: skip
 )
 def deploy_job() -> None:
@@ -39,7 +42,10 @@ def deploy_job() -> None:
         from streamops_airflow import params as checks
         from streamops_airflow.hooks import ops_settings
 
-        path, spec = checks.job_spec(params or {}, "spec", ops_settings())
+        params, settings = params or {}, ops_settings()
+        path, spec = checks.job_spec(params, "spec", settings)
+        checks.admitted(params, settings, f"submit of {spec.name} v{spec.version}",
+                        specs=[spec])  # fmt: skip
         return {"job": spec.name, "version": spec.version, "spec_path": str(path)}
 
     ctx = validate()

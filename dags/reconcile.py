@@ -56,8 +56,8 @@ def reconcile() -> None:
     def validate(params: dict[str, Any] | None = None) -> str:
         """Check the params: a job name, or none."""
         from streamops.exceptions import StreamopsError
-        from streamops.names import check_name
         from streamops_airflow.exceptions import ParamError
+        from streamops_contract.names import check_name
 
         job = str((params or {}).get("job") or "")
         if job:

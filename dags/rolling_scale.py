@@ -4,7 +4,9 @@
 Scale the Spark workers while the jobs keep running, every cluster step through the node
 agents. Give **either** a target worker count **or** a worker node to add or remove:
 
-1. **validate**: exactly one of `workers` (≥ 1), `add`, `remove`; the node has an agent;
+1. **validate**: exactly one of `workers` (≥ 1), `add`, `remove`; the node has an agent; a
+   scale-down must leave a cluster that holds every job after losing its largest worker
+   (N+1), else the run fails here naming the shortfall (param `allow_no_spare`: warned);
 2. **mark_batches**: each running job's last committed batch, per stage;
 3. **change_workers**: start idle workers (spare agents) or gracefully decommission workers
    (SIGPWR: executors drain, then stop), one at a time, preferring workers without a driver;
@@ -24,7 +26,7 @@ from airflow.sdk import Param, dag, task
 
 from streamops.procedures import scale
 from streamops.procedures.timeouts import VERIFY_BATCHES_TIMEOUT
-from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.dag_defaults import manual_dag, spare_param
 from streamops_airflow.procedure_tasks import run_step, this_run
 
 
@@ -41,6 +43,7 @@ from streamops_airflow.procedure_tasks import run_step, this_run
                         description="worker node to decommission gracefully, e.g. worker-3"),
         "verify_timeout": Param(300, type="integer", minimum=30, title="Verify timeout (s)",
                                 description="how long the jobs get to commit new batches"),
+        "allow_no_spare": spare_param(),
     },  # fmt: skip
 )
 def rolling_scale() -> None:
@@ -63,11 +66,14 @@ def rolling_scale() -> None:
             if count > len(known):
                 raise ParamError("workers", f"{count} workers wanted but only {len(known)} "
                                  f"worker nodes have an agent ({', '.join(known) or 'none'})")
+            checks.admitted(params, ops_settings(), f"scale to {count}", workers=count)
             return {"action": action, "workers": count}
         node = checks.safe_name(params, action)
         if node not in known:
             raise ParamError(action, f"no agent serves worker node '{node}' (worker nodes: "
                              f"{', '.join(known) or 'none'})")
+        if action == "remove":
+            checks.admitted(params, ops_settings(), f"removing worker {node}", remove=[node])
         return {"action": action, "node": node}
 
     @task
@@ -75,11 +81,12 @@ def rolling_scale() -> None:
         return run_step(scale.batch_marks)
 
     @task(retries=0)
-    def change_workers(plan: dict) -> int:
+    def change_workers(plan: dict, marks: dict) -> int:
         node = plan.get("node")
         result = run_step(scale.change_workers, this_run(), workers=plan.get("workers"),
                           add=node if plan["action"] == "add" else None,
-                          remove=node if plan["action"] == "remove" else None)  # fmt: skip
+                          remove=node if plan["action"] == "remove" else None,
+                          marks=marks)  # fmt: skip
         print(result.summary())
         return len(result.running)
 
@@ -88,32 +95,24 @@ def rolling_scale() -> None:
         run_step(scale.confirm_in_master, this_run(), expected)
 
     @task
-    def verify_batches_continue(marks: dict, params: dict | None = None) -> dict:
+    def verify_batches_continue(params: dict | None = None) -> dict:
         timeout = float((params or {}).get("verify_timeout") or VERIFY_BATCHES_TIMEOUT)
-        batches = run_step(scale.verify_batches, this_run(), _marks(marks), timeout)
+        batches = run_step(scale.verify_batches_continue, this_run(), timeout)
         print(f"batches after the scale: {batches}")
         return batches
 
     @task
     def rebalance() -> list[str]:
-        jobs = run_step(scale.rebalance_jobs, this_run())
+        jobs = run_step(scale.rebalance, this_run())
         print(f"rebalanced (restarted from a savepoint to use the free cores): {jobs}" if jobs
               else "every job uses the cores it asks for; no rebalance needed")
         return jobs
 
-    marks = mark_batches()
     plan = validate()
+    marks = mark_batches()
     plan >> marks
-    running = change_workers(plan)
-    marks >> running
-    confirmed = confirm_in_master(running)
-    confirmed >> verify_batches_continue(marks) >> rebalance()
-
-
-def _marks(raw: dict) -> dict:
-    """Batch marks back from XCom (JSON turned the (batch, time) tuples into lists)."""
-    return {job: {stage: tuple(mark) for stage, mark in stages.items()}
-            for job, stages in raw.items()}
+    confirmed = confirm_in_master(change_workers(plan, marks))
+    confirmed >> verify_batches_continue() >> rebalance()
 
 
 rolling_scale()

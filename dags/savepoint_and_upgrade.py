@@ -3,7 +3,9 @@
 
 Upgrade a running job to a new version without losing or double-counting events:
 
-1. **validate** the params;
+1. **validate** the params, and admission: the cluster must still hold every job with the new
+   version after losing its largest worker (N+1), else the run fails here naming the
+   shortfall (param `allow_no_spare`: warned instead);
 2. **plan**: compare the running stages with the new version's, by name (printed in the task
    log). An incompatible plan fails the run here and the running job is untouched;
 3. **start standby** (param `standby`: `warm`, or `auto` when a worker has a free core for the
@@ -34,7 +36,7 @@ from __future__ import annotations
 from airflow.sdk import Param, dag, task
 
 from streamops.procedures.standby import STANDBY_MODES
-from streamops_airflow.dag_defaults import manual_dag
+from streamops_airflow.dag_defaults import manual_dag, spare_param
 from streamops_airflow.upgrade_groups import (
     abort_standby,
     plan,
@@ -61,6 +63,7 @@ from streamops_airflow.upgrade_groups import (
                          description="warm: start the new version's driver before the old one "
                                      "stops; cold: after; auto: warm if a worker has a free "
                                      "core for it"),
+        "allow_no_spare": spare_param(),
     },  # fmt: skip
 )
 def savepoint_and_upgrade() -> None:
@@ -76,6 +79,7 @@ def savepoint_and_upgrade() -> None:
         path, spec = checks.job_spec(params, "spec", settings)
         if spec.name != job:
             raise ParamError("spec", f"{path} is job {spec.name}, not a version of {job}")
+        checks.admitted(params, settings, f"upgrade of {job} to v{spec.version}", specs=[spec])
         return {
             "job": job, "spec_path": str(path), "spec": spec.model_dump(mode="json"),
             "savepoint": checks.new_savepoint_name(params, "savepoint", settings),

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Print the import circles among the project's own modules (``plugins/`` and ``spark_jobs/``),
-and the pairs of folders that import each other.
+"""Print the import circles among the project's own modules, the pairs of folders that import
+each other, and the imports between top-level packages that their floors forbid.
 
 A circle means two modules each need the other: usually a helper lives beside the wrong noun.
 A two-way folder pair is the same at the scale of folders: a module of ``streamops/state/``
 imports one of ``streamops/procedures/`` and another the other way round, so neither folder
-stands below the other. A folder is a subpackage of ``streamops`` (``streamops.state``) or of
-``spark_jobs`` (``spark_jobs.runtime``), or the ``streamops_airflow`` package; a top-level
-module (``streamops.settings``, ``spark_jobs.main``) is a folder of its own.
+stands below the other. A folder (a *room*) is a subpackage of ``streamops``,
+``streamops_contract`` or ``spark_jobs`` (``streamops.state``), or the ``streamops_airflow``
+package, or ``dags``; a top-level module (``streamops.settings``, ``spark_jobs.main``) is a
+folder of its own.
+At the scale of top-level packages (``streamops``, ``streamops_contract``, ``spark_jobs``,
+``streamops_airflow``, ``dags``), two that import each other fail, and so does an import that
+:data:`PACKAGE_FLOORS` does not allow: the job side and the operator meet only through the
+contract. :data:`ALLOWED_CROSSINGS` lists, module by module, the crossings still allowed.
 Imports inside functions count too (a lazy import hides a circle, it does not remove it), so
 the graph is built from every ``import`` statement in each file's syntax tree, not from what
 Python happens to execute; an import under ``if TYPE_CHECKING:`` counts too (a module that
@@ -15,9 +20,14 @@ needs another's type still depends on it) and is marked ``type only``. Each stro
 component of more than one module is one circle; its edges are listed with the line that
 makes them, to show what to move.
 
-Usage: ``python scripts/import_cycles.py [root ...]`` (default ``plugins spark_jobs``, relative
-to the repository). Exit status 1 when there is a circle or a two-way pair, so it can guard a
-check (``scripts/test.sh`` runs it).
+The rooms' floors are the map in ``docs/architecture.md`` (:mod:`import_map`): ``--write-map``
+writes it there; without it the check fails when the map there is not what it would write.
+
+Usage: ``python scripts/import_cycles.py [--write-map] [--doc FILE] [root ...]`` (default
+roots ``plugins spark_jobs dags``, relative to the repository, and then the map of
+``docs/architecture.md`` is checked too). Exit status 1 when there is a circle, a two-way
+pair, a forbidden crossing or a stale map, so it can guard a check (``scripts/test.sh`` runs
+it).
 """
 
 from __future__ import annotations
@@ -28,8 +38,33 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+import import_map
+
 REPO = Path(__file__).resolve().parent.parent
+DEFAULT_ROOTS = ("plugins", "spark_jobs", "dags")
+DOC = REPO / "docs" / "architecture.md"
 Graph = dict[str, dict[str, int]]  # module -> imported module -> first line importing it
+
+PACKAGE_FLOORS: dict[str, tuple[str, ...]] = {
+    # top-level package -> the project's top-level packages it may import
+    "streamops_contract": (),
+    "spark_jobs": ("streamops_contract",),
+    "streamops": ("streamops_contract",),
+    "streamops_airflow": ("streamops", "streamops_contract"),
+    "dags": ("streamops_airflow", "streamops", "streamops_contract"),
+}
+ROOMED = ("streamops", "streamops_contract", "spark_jobs")  # their subpackages are rooms
+
+ALLOWED_CROSSINGS: frozenset[tuple[str, str]] = frozenset({
+    # A hot job's driver moves its own standby: it asks the master where the drivers run and
+    # submits a standby in its place (docs/mechanisms/hot-standby.md). That is the operator's
+    # submission (launcher jar, class archives, secrets), not a record of the contract; until
+    # a request record lets the operator submit it, these four imports stay, and no other.
+    ("spark_jobs.runtime.hot_standby", "streamops.cluster.client"),
+    ("spark_jobs.runtime.hot_standby", "streamops.cluster.submission"),
+    ("spark_jobs.runtime.hot_standby", "streamops.settings"),
+    ("spark_jobs.runtime.placement", "streamops.cluster.client"),
+})
 
 
 def module_files(roots: Iterable[Path]) -> dict[str, Path]:
@@ -140,7 +175,7 @@ def folder(module: str) -> str:
     """The folder a module counts in: ``streamops.state.lease`` -> ``streamops.state``,
     ``streamops.settings`` -> itself, ``streamops_airflow.hooks`` -> ``streamops_airflow``."""
     parts = module.split(".")
-    if parts[0] in ("streamops", "spark_jobs"):
+    if parts[0] in ROOMED:
         return ".".join(parts[:2])
     return parts[0]
 
@@ -162,33 +197,111 @@ def two_way_pairs(graph: Graph) -> list[tuple[str, str, list[tuple[str, str]]]]:
     return pairs
 
 
+def package_pairs(graph: Graph) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """Pairs of top-level packages (a, b), a < b, that each import the other; with the module
+    edges that make them (both directions)."""
+    edges: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = module.split(".")[0], target.split(".")[0]
+            if a != b:
+                edges.setdefault((a, b), []).append((module, target))
+    return [
+        (a, b, sorted(there) + sorted(edges[(b, a)]))
+        for (a, b), there in sorted(edges.items())
+        if a < b and (b, a) in edges
+    ]
+
+
+def forbidden_crossings(
+    graph: Graph, floors: dict[str, tuple[str, ...]] = PACKAGE_FLOORS,
+    allowed: frozenset[tuple[str, str]] = ALLOWED_CROSSINGS,
+) -> list[tuple[str, str]]:  # fmt: skip
+    """Module edges from one declared top-level package into another that its floor does not
+    allow, less the allowed crossings (packages not in ``floors`` are not judged here)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        a = module.split(".")[0]
+        for target in sorted(targets):
+            b = target.split(".")[0]
+            if a != b and a in floors and b not in floors[a] and (module, target) not in allowed:
+                found.append((module, target))
+    return found
+
+
+def stale_allowances(
+    graph: Graph, allowed: frozenset[tuple[str, str]] = ALLOWED_CROSSINGS
+) -> list[tuple[str, str]]:
+    """Allowed crossings that no import makes any more (the list must shrink with the code)."""
+    return sorted(edge for edge in allowed if edge[0] in graph and edge[1] not in graph[edge[0]])
+
+
+def print_edges(graph: Graph, files: dict[str, Path], type_only: dict[str, set[int]],
+                edges: Iterable[tuple[str, str]]) -> None:  # fmt: skip
+    for module, target in edges:
+        path = files[module]
+        where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+        line = graph[module][target]
+        kind = ", type only" if line in type_only[module] else ""
+        print(f"  {module} -> {target}  ({where}:{line}{kind})")
+
+
+def check_map(graph: Graph, files: dict[str, Path], doc: Path, write: bool) -> bool:
+    """Whether the doc's map of the floors is what :func:`import_map.render` makes of
+    ``graph`` (written there first with ``write``); a circle of rooms has no floors."""
+    _, stuck = import_map.floors(import_map.room_graph(graph, folder))
+    if stuck:
+        print(f"rooms in a circle (no floors): {', '.join(stuck)}")
+        return False
+    section = import_map.render(graph, files, folder, PACKAGE_FLOORS)
+    if write:
+        changed = import_map.write(doc, section)
+        print(f"map of the floors {'written to' if changed else 'unchanged in'} {doc}")
+        return True
+    if import_map.current(doc.read_text()) != section:
+        print(f"the map of the floors in {doc} is stale: run scripts/import_cycles.py --write-map")
+        return False
+    print(f"the map of the floors in {doc.name} is current")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("roots", nargs="*", default=["plugins", "spark_jobs"])
+    parser.add_argument("roots", nargs="*", help=f"default: {' '.join(DEFAULT_ROOTS)}")
+    parser.add_argument("--doc", type=Path, help=f"the doc holding the map (default, with the "
+                        f"default roots: {DOC.relative_to(REPO)})")  # fmt: skip
+    parser.add_argument("--write-map", action="store_true", help="write the map into the doc")
     args = parser.parse_args(argv)
-    files = module_files(REPO / r for r in args.roots)
+    doc = args.doc or (None if args.roots else DOC)
+    files = module_files(REPO / r for r in args.roots or DEFAULT_ROOTS)
     graph, type_only = build_graph(files)
     circles = components(graph)
     for members in circles:
         print(f"circle of {len(members)}: {', '.join(members)}")
         inside = set(members)
-        for module in members:
-            for target, line in sorted(graph[module].items()):
-                if target in inside:
-                    where = files[module].relative_to(REPO)
-                    kind = ", type only" if line in type_only[module] else ""
-                    print(f"  {module} -> {target}  ({where}:{line}{kind})")
+        print_edges(graph, files, type_only,
+                    [(m, t) for m in members for t in sorted(graph[m]) if t in inside])
     print(f"{len(circles)} import circle(s) among {len(files)} modules")
     pairs = two_way_pairs(graph)
     for a, b, edges in pairs:
         print(f"two-way folders: {a} <-> {b}")
-        for module, target in edges:
-            where = files[module].relative_to(REPO)
-            line = graph[module][target]
-            kind = ", type only" if line in type_only[module] else ""
-            print(f"  {module} -> {target}  ({where}:{line}{kind})")
+        print_edges(graph, files, type_only, edges)
     print(f"{len(pairs)} two-way folder pair(s)")
-    return 1 if circles or pairs else 0
+    packages = package_pairs(graph)
+    for a, b, edges in packages:
+        print(f"two-way top-level packages: {a} <-> {b}")
+        print_edges(graph, files, type_only, edges)
+    print(f"{len(packages)} two-way top-level package pair(s)")
+    crossings = forbidden_crossings(graph)
+    if crossings:
+        print("imports between top-level packages that their floors forbid:")
+        print_edges(graph, files, type_only, crossings)
+    stale = stale_allowances(graph)
+    for module, target in stale:
+        print(f"allowed crossing no import makes any more (remove it): {module} -> {target}")
+    print(f"{len(crossings)} forbidden crossing(s), {len(ALLOWED_CROSSINGS)} allowed")
+    mapped = doc is None or check_map(graph, files, doc, args.write_map)
+    return 1 if circles or pairs or packages or crossings or stale or not mapped else 0
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ from typing import Any
 from spark_jobs.forkserver.client import SOCKET_ENV
 from spark_jobs.forkserver.server import client_path
 from spark_jobs.runtime.describe import describe_job_stages
-from streamops.hosts import LOOPBACK
-from streamops.spec import JobSpec, decode_spec
-from streamops.state.layout import StateLayout
+from streamops_contract.hosts import LOOPBACK
+from streamops_contract.spec import JobSpec, decode_spec
+from streamops_contract.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.describe_cli")
 DEFAULT_SHUFFLE_PARTITIONS = "4"

@@ -30,10 +30,10 @@ from pyspark.sql.types import StringType
 
 from spark_jobs import pings
 from spark_jobs.runtime import JobContext
-from spark_jobs.sinks import store
 from spark_jobs.sources.alpha import AlphaDataSource
-from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE
 from spark_jobs.sources.beta import BetaDataSource
+from streamops_contract.sinks import store
+from streamops_contract.sources.alpha_memory import DEFAULT_MAX_FILE_AGE
 
 log = logging.getLogger("spark_jobs.fleet_pings")
 

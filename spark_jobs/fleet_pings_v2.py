@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs import fleet_pings, pings
 from spark_jobs.runtime import JobContext
-from spark_jobs.sinks import store
+from streamops_contract.sinks import store
 
 VEHICLE_FIELDS_V2 = (*fleet_pings.VEHICLE_FIELDS, "obd_codes")
 DEFAULT_TRIP_GAP = "5 minutes"

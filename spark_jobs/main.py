@@ -35,10 +35,10 @@ from spark_jobs.runtime import hot_roles, hot_standby, job_code, standby, superv
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.sources.source_state import source_reset_message
-from streamops.settings import Settings
-from streamops.spec import JobSpec, decode_spec
-from streamops.state import lease
-from streamops.state.layout import StateLayout, append_jsonl
+from streamops_contract.records import DriverStart, append_record
+from streamops_contract.spec import JobSpec, decode_spec
+from streamops_contract.state import lease
+from streamops_contract.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.main")
 
@@ -91,10 +91,9 @@ def imported(ready: concurrent.futures.Future[ModuleType], spec: JobSpec) -> Mod
 def record_start(layout: StateLayout, job: str, args: argparse.Namespace) -> None:
     """Append this driver to ``jobs/<job>/drivers.jsonl``: a driver the master relaunched has
     an id no submission names; `streamops cancel` and the orphan check find it here."""
-    append_jsonl(layout.drivers_file(job), {
-        "event": "started", "driver_id": hot_roles.own_holder(), "pid": os.getpid(),
-        "hot_standby": bool(args.hot_standby), "standby": args.standby,
-        "at": time.time()})  # fmt: skip
+    start = DriverStart(hot_roles.own_holder(), os.getpid(), hot_standby=bool(args.hot_standby),
+                        standby=args.standby)
+    append_record(layout.drivers_file(job), start)
 
 
 AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"
@@ -136,7 +135,7 @@ def run(
     )
     behind = None
     keeper: hot_roles.LeaseKeeper | None = None
-    settings = Settings.from_b64(args.settings_b64) if args.settings_b64 else None
+    settings = hot_standby.settings_of(args.settings_b64)
     record_start(layout, spec.name, args)
     if args.standby and standby.aborted(layout, spec.name, args.standby):
         log.warning("job %s: standby %s was aborted (this is its relaunch); exiting", spec.name,

@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from sqlalchemy import and_, select
 
-from spark_jobs.sinks import store
+from streamops_contract.sinks import store
 
 
 class FramedSeries(Protocol):

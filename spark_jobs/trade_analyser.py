@@ -33,9 +33,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.runtime import JobContext
-from spark_jobs.sinks import store
 from spark_jobs.sliding_frames import frames, frames_writer
 from spark_jobs.sources.beta import BetaDataSource
+from streamops_contract.sinks import store
 
 SOURCE_ID = "tradesim"
 """The source id in offsets and savepoints (every stage reads the same producer)."""

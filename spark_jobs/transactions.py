@@ -2,7 +2,7 @@
 
 The operator tutorial's journal job: the producer (``streamops sim transactions``) inserts and
 updates transactions, each change journaled with a sequence number in the same store
-(:mod:`spark_jobs.sinks.journal_store`); this job reads the journal
+(:mod:`streamops_contract.sinks.journal_store`); this job reads the journal
 (:mod:`spark_jobs.sources.journal`) and logs each entry, to the driver's log and to the
 ``transaction_log`` table with the job's version, keyed by the journal sequence (a replayed
 batch writes nothing twice).
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 
 from spark_jobs.runtime import JobContext
-from spark_jobs.sinks import journal_store
 from spark_jobs.sources.journal import JournalDataSource
+from streamops_contract.sinks import journal_store
 
 log = logging.getLogger("spark_jobs.transactions")
 

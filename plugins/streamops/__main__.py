@@ -1,3 +1,5 @@
+"""``python -m streamops``: the command line (:mod:`streamops.cli`)."""
+
 from streamops.cli import main
 
 raise SystemExit(main())

@@ -1,4 +1,7 @@
-"""The exceptions of the ops library.
+"""The exceptions of the project: one tree, the contract's base extended with the operator's.
+
+The base and the errors the contract raises are :mod:`streamops_contract.exceptions`, named
+from here too, so every error is imported from one place on the operator's side.
 
 Every error a user can cause derives from :class:`StreamopsError` and says what was wrong
 and what to do about it::
@@ -30,22 +33,28 @@ and what to do about it::
 
 from __future__ import annotations
 
-
-class StreamopsError(Exception):
-    """Base class of every error raised by streamops."""
-
-
-class ConfigError(StreamopsError):
-    """A job spec, a setting or a name is invalid; the message names the field."""
-
-
-class UnsafeNameError(ConfigError):
-    """A name could escape the directory it names (``..``, ``/``, empty, odd characters)."""
-
-
-class UnreadableFile(ConfigError):
-    """A file cannot be read as what it should be: not UTF-8 (the message names the byte
-    offset), not JSON or YAML, or not of its schema. One line, naming the file."""
+# the contract's part of the tree (the job runtime raises those), named from here too
+from streamops_contract.exceptions import (
+    ConfigError as ConfigError,
+)
+from streamops_contract.exceptions import (
+    JobError as JobError,
+)
+from streamops_contract.exceptions import (
+    SavepointError as SavepointError,
+)
+from streamops_contract.exceptions import (
+    SavepointExists as SavepointExists,
+)
+from streamops_contract.exceptions import (
+    StreamopsError as StreamopsError,
+)
+from streamops_contract.exceptions import (
+    UnreadableFile as UnreadableFile,
+)
+from streamops_contract.exceptions import (
+    UnsafeNameError as UnsafeNameError,
+)
 
 
 class ClusterError(StreamopsError):
@@ -79,9 +88,6 @@ class ClusterRestartFailed(ClusterError):
     """A graceful full-cluster restart failed; the message says at which step and why."""
 
 
-class JobError(StreamopsError):
-    """A job-level operation failed."""
-
 
 class JobAlreadyRunning(JobError):
     """A live driver of the same job name exists; a second one is refused."""
@@ -101,6 +107,12 @@ class JobBusy(JobError):
         self.holder = holder
 
 
+class OperationLost(JobError):
+    """This operation's lease on the job was taken over by another operator (it was thought
+    gone: its heartbeat stopped longer than the lease's TTL). It stopped at a step boundary
+    without undoing anything: the job and its intent are the new holder's now."""
+
+
 class UpgradeRefused(JobError):
     """The upgrade plan is not allowed; nothing was stopped."""
 
@@ -113,12 +125,6 @@ class RestartFailed(JobError):
     """A restart of a job cannot go on (no intent, another owner's, finished)."""
 
 
-class SavepointError(StreamopsError):
-    """A savepoint could not be written, read, verified or restored; the message says which."""
-
-
-class SavepointExists(SavepointError):
-    """A savepoint of that name exists already; pick another name or delete it first."""
 
 
 class SavepointNotFound(SavepointError):

@@ -8,7 +8,7 @@ relaunched. The drivers of ``job`` are the master's live drivers (``SUBMITTED``,
 - a record of the job names: its submissions, its status, its hot standby's file, or
   ``jobs/<job>/drivers.jsonl`` (every driver appends itself when it starts, relaunches
   included); or
-- the master's recovery file names (``streamops.cluster.recovery``): the only place a
+- the master's recovery file names (``streamops_contract.recovery``): the only place a
   relaunch still waiting for cores shows whose it is.
 
 An orphan is a driver of the job that is neither its live primary nor that primary's standby
@@ -18,29 +18,16 @@ first, so that they hold no cores and never take the job over later.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from streamops.cluster.client import DriverInfo
-from streamops.cluster.recovery import driver_app_names
 from streamops.job_view import LIVE_DRIVER_STATES
 from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout, read_json
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """The JSON lines of ``path`` (none if absent; a torn last line skipped)."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+from streamops_contract.records import read_jsonl
+from streamops_contract.recovery import driver_app_names
 
 
 def recorded_ids(layout: StateLayout, job: str, submitted: Iterable[dict[str, Any]]) -> set[str]:
@@ -52,7 +39,7 @@ def recorded_ids(layout: StateLayout, job: str, submitted: Iterable[dict[str, An
     hot = read_json(layout.hot_standby_file(job))
     if hot and hot.get("driver_id"):
         ids.add(str(hot["driver_id"]))
-    ids |= {str(r["driver_id"]) for r in read_records(layout.drivers_file(job))
+    ids |= {str(r["driver_id"]) for r in read_jsonl(layout.drivers_file(job))
             if r.get("driver_id")}  # fmt: skip
     return ids
 

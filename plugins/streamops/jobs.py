@@ -16,19 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
-from streamops.cluster.recovery import driver_app_names
 from streamops.cluster.worker_names import WorkerNames, worker_names
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
-from streamops.job_drivers import drivers_of, read_records, recorded_ids, warm_standbys
+from streamops.job_drivers import drivers_of, recorded_ids, warm_standbys
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
-from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
-from streamops.state import lease
 from streamops.state.job_status import JobStatus, read_status
-from streamops.state.layout import append_jsonl, read_json
-from streamops.state.lease import read_lease
+from streamops.state.layout import read_json
 from streamops.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
+from streamops_contract.names import check_name
+from streamops_contract.records import Cancellation, append_record, read_jsonl
+from streamops_contract.recovery import driver_app_names
+from streamops_contract.state import lease
+from streamops_contract.state.lease import read_lease
 
 log = logging.getLogger("streamops.jobs")
 
@@ -58,7 +59,7 @@ def spec_args(settings: Settings, job: str) -> dict[str, Any] | None:
 
 def read_submissions(path: Path) -> list[dict[str, Any]]:
     """The records of ``path`` (a torn last line after a crash is skipped)."""
-    return read_records(path)
+    return read_jsonl(path)
 
 
 class JobRegistry:
@@ -374,10 +375,7 @@ class JobRegistry:
     def kill_driver(self, name: str, driver_id: str) -> None:
         """Kill one driver of ``name`` (no relaunch) and record it in its submissions."""
         self.client.kill_submission(driver_id)
-        append_jsonl(
-            self.layout.submissions_file(name),
-            {"event": "cancelled", "driver_id": driver_id, "at": time.time()},
-        )
+        append_record(self.layout.submissions_file(name), Cancellation(driver_id))
 
 
 def _state(status: JobStatus, live: DriverInfo | None, app_live: bool,

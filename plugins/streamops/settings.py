@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from streamops.exceptions import ConfigError
-from streamops.hosts import LOOPBACK, dial_address
 from streamops.state.layout import StateLayout
+from streamops_contract.hosts import LOOPBACK, dial_address
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,8 +1,8 @@
 """Naming an exception and where it was raised, in one line a person can act on.
 
 ``ValueError: not a run of fleet_alpha file names: x..y (at
-spark_jobs/sources/alpha_memory.py:74 in from_offset)``: the file is relative to its import
-root (so it reads as the module's path); when the exception was raised inside a library, the
+streamops_contract/sources/alpha_memory.py:74 in from_offset)``: the file is relative to its
+import root (so it reads as the module's path); when the exception was raised inside a library, the
 innermost line of the project's own code that called it is named too.
 """
 

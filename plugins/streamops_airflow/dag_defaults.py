@@ -32,3 +32,12 @@ def manual_dag(*tags: str, retries: int = 1, retry_delay_s: int = 20) -> dict[st
             "retry_delay": pendulum.duration(seconds=retry_delay_s),
         },
     }
+
+
+def spare_param() -> Any:
+    """The ``allow_no_spare`` param of a DAG whose first task checks admission (N+1)."""
+    from airflow.sdk import Param
+
+    return Param(False, type="boolean", title="Allow no spare worker",
+                 description="go on when the cluster would not hold every job after losing "
+                             "its largest worker (N+1): warned instead of refused")  # fmt: skip

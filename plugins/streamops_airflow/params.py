@@ -14,11 +14,11 @@ from typing import Any
 
 from streamops.exceptions import StreamopsError
 from streamops.jobs import JobRegistry
-from streamops.names import check_name
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state.savepoints import catalogue
-from streamops_airflow.exceptions import ParamError
+from streamops_airflow.exceptions import ParamError, ProcedureFailed
+from streamops_contract.names import check_name
 
 
 def require(params: Mapping[str, Any], name: str) -> Any:
@@ -117,3 +117,16 @@ def new_savepoint_name(params: Mapping[str, Any], name: str, settings: Settings)
     if settings.layout.savepoint(value).exists():
         raise ParamError(name, f"savepoint {value} exists already; pick another name")
     return value
+
+
+def admitted(params: Mapping[str, Any], settings: Settings, what: str, **change: Any) -> None:
+    """Admission (N+1, :func:`streamops.admission.admit`) for the DAG's change, under its
+    ``allow_no_spare`` param: a shortfall fails the first task, nothing changed, naming it."""
+    from streamops.admission import admit
+    from streamops.exceptions import CapacityShortfall
+
+    try:
+        admit(settings, what, allow_no_spare=bool(params.get("allow_no_spare")), **change)
+    except CapacityShortfall as exc:
+        raise ProcedureFailed(str(exc).replace("pass --allow-no-spare",
+                                               "trigger with allow_no_spare")) from exc

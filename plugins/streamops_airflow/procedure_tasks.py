@@ -62,13 +62,14 @@ def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
     task, renewed by each, given up by its last task, :func:`last_task`, and by the DAG's
     callbacks, :func:`release_run_leases`). An
     error of ``fatal`` fails the task with its reason, without a retry; so does a job busy
-    with another operation (``JobBusy``, naming its holder). A step that fails with a
+    with another operation (``JobBusy``, naming its holder) or taken over by one while this
+    run was thought gone (``OperationLost``). A step that fails with another
     :class:`StreamopsError` goes to ``on_failure(ops, error)`` first: what it returns fails
     the task, without a retry (the CLI's failure policy, e.g. an intent closed as failed
     having changed nothing)."""
     from airflow.sdk import get_current_context
 
-    from streamops.exceptions import JobBusy, StreamopsError
+    from streamops.exceptions import JobBusy, OperationLost, StreamopsError
     from streamops.procedures.job_lease import acting_as, job_operation, note_step
     from streamops_airflow import hooks
 
@@ -84,13 +85,13 @@ def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
             try:
                 return step(ops, *args, **kwargs)
             except StreamopsError as exc:
-                if on_failure is None or isinstance(exc, JobBusy):
+                if on_failure is None or isinstance(exc, (JobBusy, OperationLost)):
                     raise
                 instead = on_failure(ops, exc)
                 if instead is None:
                     raise
                 raise ProcedureFailed(str(instead)) from exc
-    except (JobBusy, *fatal) as exc:
+    except (JobBusy, OperationLost, *fatal) as exc:
         raise ProcedureFailed(str(exc)) from exc
 
 

@@ -30,11 +30,11 @@ from spark_jobs.runtime.gate import WarmGate
 from spark_jobs.runtime.protocols import BatchSink, Stage
 from spark_jobs.runtime.source_lookup import skip_installed_source_lookup
 from spark_jobs.runtime.status import StatusBoard
-from streamops.hosts import this_host
-from streamops.names import check_name
-from streamops.spec import JobSpec, ProcessingGuarantee
-from streamops.state import lease
-from streamops.state.layout import StateLayout
+from streamops_contract.hosts import this_host
+from streamops_contract.names import check_name
+from streamops_contract.spec import JobSpec, ProcessingGuarantee
+from streamops_contract.state import lease
+from streamops_contract.state.layout import StateLayout
 
 __all__ = ["BatchSink", "JobContext", "JobFailed", "Stage", "short_error"]
 

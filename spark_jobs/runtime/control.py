@@ -3,9 +3,9 @@
 Polled by the supervising loop of :class:`RunningJob` between checks of its queries, so
 requests are handled one at a time on one thread. A savepoint of a job that goes on does not
 pause it: each stage is copied as its last committed batch left it (files of later batches
-are left out, :mod:`streamops.state.checkpoint_cut`). A stop, or a savepoint with ``cancel``, pauses
-the sources and drains every stage to a batch boundary first, then stops the queries only
-after the savepoint is written and verified. A failed savepoint leaves the job running.
+are left out, :mod:`streamops_contract.state.checkpoint_cut`). A stop, or a savepoint with
+``cancel``, pauses the sources and drains every stage to a batch boundary first, then stops the
+queries only after the savepoint is written and verified. A failed savepoint leaves the job running.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from spark_jobs.runtime.protocols import RunningJob
 from spark_jobs.runtime.savepointing import drain, stage_entry
-from streamops.state import control
-from streamops.state.checkpoint_cut import last_batch
-from streamops.state.job_status import read_status
-from streamops.state.savepoints.create import create_savepoint
-from streamops.state.savepoints.manifest import Manifest
+from streamops_contract.state import control
+from streamops_contract.state.checkpoint_cut import last_batch
+from streamops_contract.state.job_status import read_status
+from streamops_contract.state.savepoints.create import create_savepoint
+from streamops_contract.state.savepoints.manifest import Manifest
 
 log = logging.getLogger("spark_jobs.control")
 DRAIN_TIMEOUT = 120.0
@@ -147,6 +147,7 @@ class ControlLoop:
             # sha256 always: it is taken from the bytes as they are copied, at about no cost
             # beyond the copy (docs/performance.md), and a restore checks it
             checksum="sha256",
+            code=Path(ctx.spec.code).name if ctx.spec.code else None,
         )  # fmt: skip
         log.info("control: savepoint %s written (%s bytes, %s stages)", manifest.name,
                  manifest.bytes, len(manifest.stages))  # fmt: skip

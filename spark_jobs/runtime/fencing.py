@@ -1,4 +1,4 @@
-"""Lease fencing: the job's lease as its driver holds it (:mod:`streamops.state.lease`).
+"""Lease fencing: the job's lease as its driver holds it (:mod:`streamops_contract.state.lease`).
 
 The driver takes the lease before it writes anything, heartbeats it from the supervision
 loop, checks it before every sink write (a driver that lost the lease writes nothing), and
@@ -15,8 +15,8 @@ from pyspark.sql import DataFrame
 from spark_jobs.runtime.protocols import BatchSink
 from spark_jobs.runtime.status import StatusBoard
 from spark_jobs.runtime.superseded import another_live_driver, superseded
-from streamops.state import lease
-from streamops.state.layout import StateLayout
+from streamops_contract.state import lease
+from streamops_contract.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.runtime")
 HEARTBEAT_S = 2.0

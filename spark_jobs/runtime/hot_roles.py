@@ -32,10 +32,10 @@ from enum import Enum
 from pathlib import Path
 
 from spark_jobs.runtime.superseded import superseded
-from streamops.hosts import this_host
-from streamops.state import lease
-from streamops.state.job_status import read_status
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops_contract.hosts import this_host
+from streamops_contract.state import lease
+from streamops_contract.state.job_status import read_status
+from streamops_contract.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger("spark_jobs.hot_roles")
 

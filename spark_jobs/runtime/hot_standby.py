@@ -1,7 +1,8 @@
 """Hot standby: a second driver of the running version that takes the job over when it dies.
 
 A job whose spec says ``standby: hot`` runs two drivers of the same version. The one that
-holds the job's lease (``streamops.state.lease``) runs the stages; the other, the hot standby:
+holds the job's lease (``streamops_contract.state.lease``) runs the stages; the other, the hot
+standby:
 
 1. waits, before it even creates its Spark session, until a live driver holds the lease and
    the job's status says ``RUNNING`` (the two never compete for the machine during a start;
@@ -40,14 +41,17 @@ from spark_jobs.runtime.hot_roles import Dismissed
 from spark_jobs.runtime.standby import prepare_reads, rehearse
 from spark_jobs.runtime.superseded import superseded
 from spark_jobs.runtime.warmup import warm_executors
+
+# the job side's one crossing into the operator: a hot driver moves its own standby through
+# the master (allow-listed in scripts/import_cycles.py, docs/architecture.md "Floors")
 from streamops.cluster.client import MasterClient
 from streamops.cluster.submission import submit_hot_standby
-from streamops.exceptions import StreamopsError
-from streamops.hosts import this_host
 from streamops.settings import Settings
-from streamops.spec import JobSpec
-from streamops.state import lease
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops_contract.exceptions import StreamopsError
+from streamops_contract.hosts import this_host
+from streamops_contract.spec import JobSpec
+from streamops_contract.state import lease
+from streamops_contract.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger("spark_jobs.hot_standby")
 
@@ -90,6 +94,13 @@ def move_reason(
                     why)  # fmt: skip
         return None
     return f"it runs on the running driver's worker {where.own_worker}"
+
+
+def settings_of(b64: str | None) -> Settings | None:
+    """The settings a hot job's driver is submitted with (``--settings-b64``: where the master
+    is), or ``None`` without them. The driver's only use of the operator's settings: its
+    calls to the master live here and in :mod:`.placement` (docs/architecture.md, "Floors")."""
+    return Settings.from_b64(b64) if b64 else None
 
 
 def stays(

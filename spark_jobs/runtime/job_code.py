@@ -13,7 +13,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from streamops.spec import JobSpec
+from streamops_contract.spec import JobSpec
 
 log = logging.getLogger("spark_jobs.runtime")
 

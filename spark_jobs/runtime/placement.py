@@ -28,9 +28,11 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from spark_jobs.runtime.warmup import executor_count
+
+# a hot driver asks the master where it runs (allow-listed in scripts/import_cycles.py)
 from streamops.cluster.client import MasterClient
-from streamops.state.job_status import read_status
-from streamops.state.layout import StateLayout
+from streamops_contract.state.job_status import read_status
+from streamops_contract.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.placement")
 

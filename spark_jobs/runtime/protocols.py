@@ -17,9 +17,9 @@ from typing import Any, Literal, Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.runtime.status import StatusBoard
-from streamops.spec import JobSpec
-from streamops.state.layout import StateLayout
-from streamops.state.lease import Lease
+from streamops_contract.spec import JobSpec
+from streamops_contract.state.layout import StateLayout
+from streamops_contract.state.lease import Lease
 
 BatchSink = Callable[[DataFrame, int], None]
 
@@ -67,7 +67,7 @@ class RunningJob(Protocol):
     stages: list[Stage]
     board: StatusBoard
     from_savepoint: str | None
-    lease: Lease | None  # held while the job runs (streamops.state.lease)
+    lease: Lease | None  # held while the job runs (streamops_contract.state.lease)
     fence: Fence
     control: Controls
     gate_file: Path | None  # a standby's: its armed queries wait for it

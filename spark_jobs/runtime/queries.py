@@ -11,8 +11,8 @@ from typing import Any
 
 from spark_jobs.runtime.protocols import RunningJob, Stage
 from spark_jobs.runtime.status import StatusBoard, StatusListener
-from streamops.spec import ProcessingGuarantee
-from streamops.state.checkpoint_cut import last_batch
+from streamops_contract.spec import ProcessingGuarantee
+from streamops_contract.state.checkpoint_cut import last_batch
 
 log = logging.getLogger("spark_jobs.runtime")
 _LISTENED: weakref.WeakSet[StatusBoard] = weakref.WeakSet()

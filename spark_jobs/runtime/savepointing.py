@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from streamops.state.checkpoint_cut import last_batch
+from streamops_contract.state.checkpoint_cut import last_batch
 
 log = logging.getLogger("spark_jobs.savepointing")
 

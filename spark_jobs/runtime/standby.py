@@ -30,7 +30,7 @@ from typing import Any
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.errors import short_error
 from spark_jobs.runtime.warmup import warm_executors
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops_contract.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger("spark_jobs.standby")
 REHEARSAL_TIMEOUT_S = 120.0

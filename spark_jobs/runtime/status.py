@@ -18,8 +18,8 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from spark_jobs.sources.source_state import merge_states
-from streamops.state.job_status import JobStatus, LastFailure, StageStatus
-from streamops.state.layout import StateLayout, append_jsonl, write_json_atomic
+from streamops_contract.state.job_status import JobStatus, LastFailure, StageStatus
+from streamops_contract.state.layout import StateLayout, append_jsonl, write_json_atomic
 
 log = logging.getLogger("spark_jobs.status")
 

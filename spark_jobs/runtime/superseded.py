@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import re
 
-from streamops.cluster.recovery import driver_persisted
-from streamops.state import lease
-from streamops.state.layout import StateLayout
+from streamops_contract.recovery import driver_persisted
+from streamops_contract.state import lease
+from streamops_contract.state.layout import StateLayout
 
 log = logging.getLogger("spark_jobs.runtime")
 DRIVER_ID = re.compile(r"^driver-\d+-\d+$")

@@ -21,7 +21,7 @@ from spark_jobs.runtime.gate import WarmGate
 from spark_jobs.runtime.protocols import RunningJob
 from spark_jobs.runtime.queries import listen, start_query
 from spark_jobs.runtime.savepointing import resume_point
-from streamops.state import lease
+from streamops_contract.state import lease
 
 log = logging.getLogger("spark_jobs.runtime")
 

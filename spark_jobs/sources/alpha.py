@@ -5,7 +5,7 @@ name order. The offset holds the greatest file name read (``file``; ``""`` = non
 position is a file name that can be recorded in a savepoint and set again with the
 ``start_after`` option, which Spark's own file source cannot do; and, like the seen-files map
 of Spark's file source, the memory of the files read within ``max_file_age``
-(:mod:`spark_jobs.sources.alpha_memory`), so that checkpoints and savepoints carry it.
+(:mod:`streamops_contract.sources.alpha_memory`), so that checkpoints and savepoints carry it.
 
 A file that breaks the writer's name order, appearing with a name at or below the committed
 file (or after a later one was committed), is late: the next batch reads it, once, and it is
@@ -43,11 +43,11 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
-from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from spark_jobs.sources.arrow_batch import record_batch
 from spark_jobs.sources.holdback import Holdback
 from spark_jobs.sources.positions import recorded_start, rehearsal, wait_for_gate
 from spark_jobs.sources.source_state import SourceState
+from streamops_contract.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 
 ALPHA_SCHEMA = StructType(
     [

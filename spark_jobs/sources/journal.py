@@ -1,7 +1,7 @@
 """The event journal of the ``transactions`` table as a replayable stream.
 
 Offset ``{"source": ID, "sequence": N, "stream": S}``: every journal entry of the journal
-``S`` (its identity, made with the journal: :mod:`spark_jobs.sinks.journal_store`) with
+``S`` (its identity, made with the journal: :mod:`streamops_contract.sinks.journal_store`) with
 sequence <= N has been read. A batch ``(start, end]`` is split into partitions of at most
 ``partition_size`` entries, each reading exactly its range from the journal table, so a failed
 batch reads the same entries again.
@@ -41,7 +41,6 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 from sqlalchemy.exc import DBAPIError
 
-from spark_jobs.sinks import journal_store, store
 from spark_jobs.sources.arrow_batch import record_batch
 from spark_jobs.sources.holdback import Holdback
 from spark_jobs.sources.positions import (
@@ -56,6 +55,7 @@ from spark_jobs.sources.source_state import (
     SourceState,
     on_reset_policy,
 )
+from streamops_contract.sinks import journal_store, store
 
 JOURNAL_SCHEMA = StructType(
     [

@@ -32,11 +32,11 @@ from support.dashboard_state import (
     write_alpha,
 )
 
-from spark_jobs.sinks import store
 from streamops.health.report import Level
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import Settings
 from streamops.stack.local_stack import dashboard_command
+from streamops_contract.sinks import store
 
 pytestmark = pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium")
 

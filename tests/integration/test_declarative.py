@@ -28,7 +28,6 @@ from support.integration import ClusterHandle, describe_job, wait_until
 from support.journal_oracle import check_logged_once, wait_logged
 
 from spark_jobs import transactions
-from spark_jobs.sinks import journal_store
 from streamops.declarative import inflight
 from streamops.declarative.reconcile import PassResult, reconcile_once
 from streamops.declarative.store import Store
@@ -36,6 +35,7 @@ from streamops.jobs import read_submissions
 from streamops.procedures.restore import earliest_positions
 from streamops.sim.transactions import TransactionSimulator
 from streamops.state.savepoints import catalogue
+from streamops_contract.sinks import journal_store
 
 pytestmark = pytest.mark.integration
 JOB = "transactions-decl"

@@ -25,13 +25,13 @@ from support.declarative_files import apply, spec_file
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.journal_oracle import check_logged_once, wait_logged
 
-from spark_jobs.sinks import journal_store
 from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.declarative.reconcile import reconcile_once
 from streamops.declarative.store import Store
 from streamops.sim.transactions import TransactionSimulator
 from streamops.state.layout import read_json
+from streamops_contract.sinks import journal_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 JOB = "transactions-decl-faults"

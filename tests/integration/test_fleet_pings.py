@@ -21,7 +21,6 @@ from support.oracle import (
     tumbling_windows,
 )
 
-from spark_jobs.sinks import store
 from streamops.cluster.client import MasterClient
 from streamops.cluster.spark_home import check_spark_install
 from streamops.cluster.submission import build_submission
@@ -30,7 +29,8 @@ from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import JobSpec, load_spec
-from streamops.state import lease
+from streamops_contract.sinks import store
+from streamops_contract.state import lease
 
 pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"

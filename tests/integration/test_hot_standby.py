@@ -36,8 +36,8 @@ from support.integration import ClusterHandle, describe_job, wait_until
 
 from streamops.exceptions import StreamopsError
 from streamops.procedures.savepoint_taking import savepoint_job
-from streamops.state import lease
 from streamops.state.layout import read_json
+from streamops_contract.state import lease
 
 pytestmark = pytest.mark.integration
 JOB = "fleet-hot"

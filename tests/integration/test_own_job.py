@@ -19,6 +19,7 @@ from streamops.procedures.restore import start_from_savepoint
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.submit import submit_job
 from streamops.spec import JobSpec, load_spec
+from streamops.state.savepoints import catalogue
 
 pytestmark = pytest.mark.integration
 JOB = "own-job-it"
@@ -86,6 +87,8 @@ def test_a_scaffolded_job_runs_and_is_upgraded_from_a_savepoint(
 
         result = savepoint_job(settings, JOB, "own-job-v1", cancel=True)
         assert result.ok, result
+        taken = catalogue.get_savepoint(settings.layout, "own-job-v1")
+        assert taken.code == v1.status.code  # the code version the savepoint was taken with
         module = folder / "code" / "clicks.py"
         module.write_text(module.read_text(encoding="utf-8") + "\n# v2\n", encoding="utf-8")
         (inbox / "events-2.json").write_text(second, encoding="utf-8")

@@ -46,7 +46,6 @@ from support.postgres import cuttable_link, fails_the_test, throwaway_database
 from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
-from spark_jobs.sinks import store
 from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.health.checks import Level, Thresholds, run_checks
@@ -54,9 +53,10 @@ from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import load_spec
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.job_status import JobStatus
-from streamops.state.lease import read_lease
+from streamops_contract.sinks import store
+from streamops_contract.state.checkpoint_cut import last_batch
+from streamops_contract.state.lease import read_lease
 
 pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"

@@ -23,7 +23,6 @@ from support.oracle import compare_series, trade_windows
 
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
-from spark_jobs.sinks import store
 from streamops.cluster.releases import ReleaseStore
 from streamops.procedures import cluster_restart
 from streamops.procedures.restore import earliest_positions
@@ -32,9 +31,10 @@ from streamops.procedures.upgrade import plan_upgrade, upgrade
 from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints import catalogue
+from streamops_contract.sinks import store
+from streamops_contract.state.checkpoint_cut import last_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 JOB = "trade-analyser-it"

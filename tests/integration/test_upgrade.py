@@ -20,8 +20,8 @@ from streamops.cluster.class_archives import ClassArchives
 from streamops.procedures.restore import earliest_positions
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.upgrade import UpgradeRefused, plan_upgrade, upgrade
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.savepoints import catalogue
+from streamops_contract.state.checkpoint_cut import last_batch
 
 pytestmark = pytest.mark.integration
 JOB = "fleet-upgrade-it"

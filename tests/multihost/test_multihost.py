@@ -34,8 +34,8 @@ from support.multihost import (
 
 from streamops.cluster import rest_auth, rpc_auth
 from streamops.cluster.client import MasterClient
-from streamops.hosts import is_loopback
-from streamops.state import lease
+from streamops_contract.hosts import is_loopback
+from streamops_contract.state import lease
 
 pytestmark = [pytest.mark.integration, pytest.mark.multihost]
 

@@ -63,12 +63,12 @@ from measures import (
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
-from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
 from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.sim.alpha import FILE_PATTERN
+from streamops_contract.sinks import store
 
 STAGES = ("vehicles", "vehicle-stats-1m")
 

@@ -33,11 +33,11 @@ from pathlib import Path
 from types import ModuleType
 
 from streamops.state.layout import StateLayout
-from streamops.state.savepoints.create import create_savepoint
 from streamops.state.savepoints.restore import restore_stages
+from streamops_contract.state.savepoints.create import create_savepoint
 
 REPO = Path(__file__).resolve().parents[2]
-CREATE = "plugins/streamops/state/savepoints/create.py"
+CREATE = "plugins/streamops_contract/state/savepoints/create.py"
 
 
 def build_checkpoint(root: Path, keys: int, partitions: int, bytes_per_key: int,

@@ -59,12 +59,12 @@ from measures import (
 from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
-from spark_jobs.sinks import store
 from spark_jobs.trade_analyser_v2 import V2_SERIES
 from streamops.jobs import JobRegistry
 from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.sim.trades import TradeSimulator
+from streamops_contract.sinks import store
 
 SERIES = {s.name: s for s in V2_SERIES}  # v1's one series is v2's first
 

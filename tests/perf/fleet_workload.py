@@ -17,12 +17,12 @@ from harness import NO_HOLDBACK, fleet_spec, free_port
 from support.beta_process import BetaProcess
 from support.oracle import compare_vehicles, compare_windows, latest_per_vin, tumbling_windows
 
-from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import JobSpec
+from streamops_contract.sinks import store
 
 
 def wait_caught_up(registry: JobRegistry, job: str, alpha_dir: Path, beta_last: int) -> None:

@@ -3,11 +3,26 @@ bundle first: ``dag.test()`` refuses a DAG that is not serialized)."""
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from pathlib import Path
 from typing import Any
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
+
+
+def dag_object(name: str) -> Any:
+    """``dags/<name>.py`` executed as a module, its DAG built (no metadata DB)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_dag", DAGS / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)()
+
+
+def dag_tasks(name: str) -> dict[str, Any]:
+    """The tasks of ``dags/<name>.py`` by task id."""
+    return {t.task_id: t for t in dag_object(name).tasks}
 
 
 def load_dag(dag_id: str) -> Any:

@@ -1,8 +1,8 @@
 """A state root and fleet store with known contents for the dashboard tests (no Spark).
 
-The store is written by the job's own code (:mod:`spark_jobs.sinks.store`), the job's files by
-the same helpers the driver and the ops side use (status.json, submissions, the lease, savepoint
-manifests, the health history), so the dashboard reads what a running stack would leave.
+The store is written by the job's own code (:mod:`streamops_contract.sinks.store`), the job's
+files by the same helpers the driver and the ops side use (status.json, submissions, the lease,
+savepoint manifests, the health history), so the dashboard reads what a running stack would leave.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.sinks import store
 from streamops.health.report import CheckResult, HealthReport, Level, record
 from streamops.settings import Settings
-from streamops.state import lease
 from streamops.state.layout import append_jsonl, write_json_atomic
-from streamops.state.savepoints.manifest import Manifest, StageEntry
+from streamops_contract.sinks import store
+from streamops_contract.state import lease
+from streamops_contract.state.savepoints.manifest import Manifest, StageEntry
 
 JOB = "fleet-pings"
 DRIVER = "driver-20261125120000-0001"

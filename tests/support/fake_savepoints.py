@@ -12,7 +12,7 @@ from typing import Any
 
 from streamops.exceptions import SavepointNotFound
 from streamops.settings import Settings
-from streamops.state import control
+from streamops_contract.state import control
 
 
 def _nothing(*_: Any) -> None:

@@ -27,13 +27,13 @@ from support.oracle import (
 )
 
 from spark_jobs.runtime.savepointing import committed_offsets
-from spark_jobs.sinks import store
 from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.fleet import Ping
 from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
-from streamops.state.checkpoint_cut import last_batch
+from streamops_contract.sinks import store
+from streamops_contract.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from support.integration import wait_until
 
-from spark_jobs.sinks import journal_store
 from streamops.sim.transactions import read_records
+from streamops_contract.sinks import journal_store
 
 
 def wait_logged(engine: Any, last: int, describe: Callable[[], str]) -> None:

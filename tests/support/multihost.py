@@ -36,7 +36,6 @@ from support.oracle import (
 )
 
 from spark_jobs.runtime.savepointing import committed_offsets
-from spark_jobs.sinks import store
 from streamops.agent.registry import Agents, load_token
 from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
@@ -46,8 +45,9 @@ from streamops.sim import read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import JobSpec, load_spec
 from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.layout import write_json_atomic
+from streamops_contract.sinks import store
+from streamops_contract.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 AGENT_PORT = 7070

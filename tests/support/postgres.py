@@ -223,7 +223,7 @@ def postgres_url(pg_admin_url: str) -> Iterator[str]:
         try:
             yield url
         finally:
-            from spark_jobs.sinks import store
+            from streamops_contract.sinks import store
 
             engine = store._engines.pop(url, None)
             if engine is not None:

@@ -26,10 +26,10 @@ from streamops.procedures.standby import Standby
 from streamops.procedures.world import SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
-from streamops.state import control
 from streamops.state.job_status import JobStatus, StageStatus
 from streamops.state.layout import append_jsonl
 from streamops.verdict import Observation
+from streamops_contract.state import control
 
 JOB = "fleet-pings"
 V1 = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"

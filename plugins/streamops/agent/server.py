@@ -45,9 +45,9 @@ from streamops.cluster.node import NodeDaemons
 from streamops.cluster.releases import ReleaseStore
 from streamops.cluster.status import match_worker
 from streamops.exceptions import ClusterNotRunning, StreamopsError, UnknownRelease
-from streamops.hosts import binds_all
 from streamops.processes import read_cmdline
 from streamops.settings import Settings
+from streamops_contract.hosts import binds_all
 
 log = logging.getLogger("streamops.agent")
 

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamops.names import check_name
 from streamops.state.layout import StateLayout, read_record, write_json_atomic
+from streamops_contract.names import check_name
 
 log = logging.getLogger("streamops.agent")
 

@@ -1,7 +1,7 @@
 """CLI verbs for savepoints: ``list-snapshots``, ``delete-snapshot``, ``retain``.
 
 The names follow Jet's ``jet.sh list-snapshots`` / ``delete-snapshot``; what they act on are
-savepoints (``docs/architecture.md``, *Savepoints and upgrades*).
+savepoints (``docs/mechanisms/savepoints-and-upgrades.md``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from streamops.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
-    from streamops.state.savepoints.manifest import SavepointInfo
+    from streamops_contract.state.savepoints.manifest import SavepointInfo
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
@@ -75,7 +75,8 @@ def savepoints_table(infos: list[SavepointInfo]) -> Listing:
     table = Listing("savepoints", ("TIME", "SIZE", "JOB", "NAME", "VERSION", "STAGES"),
                     right=frozenset({"SIZE"}))  # fmt: skip
     for i in infos:
-        table.add(_time(i.created_at), human_bytes(i.bytes), i.job, i.name, i.version,
+        version = f"{i.version} ({i.code})" if i.code else i.version
+        table.add(_time(i.created_at), human_bytes(i.bytes), i.job, i.name, version,
                   ", ".join(i.stages))  # fmt: skip
     return table
 

@@ -26,6 +26,12 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_up)
 
     p = sub.add_parser("down", help="cancel jobs, stop the simulators and the local cluster")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="if a job is busy with an operation, wait up to SECONDS for it to "
+                        "end (default 0: refused at once, nothing stopped)")
+    p.add_argument("--force", action="store_true",
+                   help="stop even while an operation holds a job (its intent stays, to be "
+                        "resumed after `up`)")
     p.set_defaults(handler=cmd_down)
 
     p = sub.add_parser("vehicles", help="show the vehicles table (latest ping per VIN)")
@@ -75,7 +81,7 @@ def _airflow_lines(settings: Settings) -> str:
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.stack.local_stack import down
 
-    down(settings)
+    down(settings, wait=args.wait, force=args.force)
     console().print("local stack stopped")
     return 0
 
@@ -94,7 +100,7 @@ def vehicles_table(rows: list[Any], total: int) -> Listing:
 def cmd_vehicles(args: argparse.Namespace, settings: Settings) -> int:
     from sqlalchemy import func, select
 
-    from spark_jobs.sinks import store
+    from streamops_contract.sinks import store
 
     engine = store.engine_for(args.store_url or settings.layout.default_store_url, [store.vehicles])
     t = store.vehicles

@@ -19,10 +19,10 @@ from streamops.cluster import rest_auth, rpc_auth
 from streamops.cluster.metrics_conf import metrics_properties
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.spark_home import SparkInstall
-from streamops.names import check_name
 from streamops.processes import CLUSTER_MARKER, DAEMON_MARKER, DaemonSpec, PidRecord
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, read_record, write_json_atomic
+from streamops_contract.names import check_name
 
 log = logging.getLogger(__name__)
 

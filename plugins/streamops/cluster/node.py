@@ -33,10 +33,10 @@ from streamops.cluster.status import (
     tail,
 )
 from streamops.exceptions import ClusterNotRunning, ProcessError
-from streamops.names import check_name
 from streamops.processes import PidRecord
 from streamops.settings import Settings
-from streamops.state.locks import file_lock
+from streamops_contract.names import check_name
+from streamops_contract.state.locks import file_lock
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamops.exceptions import UnknownRelease
-from streamops.names import check_name
 from streamops.settings import Settings
 from streamops.state.layout import read_json, write_json_atomic
+from streamops_contract.names import check_name
 
 log = logging.getLogger("streamops.cluster.releases")
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import jwt
 
 from streamops.exceptions import ConfigError
-from streamops.hosts import is_loopback
 from streamops.settings import Settings
+from streamops_contract.hosts import is_loopback
 
 FILTER = "streamops.auth.TokenFilter"
 SPARK_FILTER = "org.apache.spark.ui.JWSFilter"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from streamops.cluster.spark_home import check_spark_install
 from streamops.exceptions import JobError
 from streamops.settings import Settings
 from streamops.spec import JobSpec, encode_spec
-from streamops.state.layout import append_jsonl
+from streamops_contract.records import SubmissionRecord, append_record
 
 log = logging.getLogger(__name__)
 
@@ -171,18 +170,8 @@ def record_submission(
 ) -> None:  # fmt: skip
     """Append the submission to ``jobs/<job>/submissions.jsonl`` (how the registry finds it);
     a warm standby's ``token`` tells whether it was released (its go file)."""
-    append_jsonl(
-        settings.layout.submissions_file(spec.name),
-        {
-            "event": "submitted",
-            "driver_id": driver_id,
-            "version": spec.version,
-            "standby": standby,
-            "hot_standby": hot_standby,
-            **({"token": token} if token else {}),
-            "at": time.time(),
-            "spec": spec.model_dump(mode="json"),
-        },
-    )
+    record = SubmissionRecord(driver_id, spec.version, spec.model_dump(mode="json"),
+                              standby=standby, hot_standby=hot_standby, token=token or None)
+    append_record(settings.layout.submissions_file(spec.name), record)
     role = " (its hot standby)" if hot_standby else ""
     log.info("job %s v%s submitted as driver %s%s", spec.name, spec.version, driver_id, role)

@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from spark_jobs.sinks.store import trade_series, vehicles
 from streamops.exceptions import ClusterNotRunning
 from streamops.health.report import read_history
 from streamops.health.source_probes import Prober, stage_offsets
@@ -25,6 +24,7 @@ from streamops.jobs import JobRegistry, JobView, spec_args
 from streamops.settings import Settings
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints.catalogue import list_savepoints
+from streamops_contract.sinks.store import trade_series, vehicles
 
 PROBE_TIMEOUT_S = 1.0
 """How long a backlog probe of fleetsim-beta may take: a page refresh must not hang on it."""
@@ -89,8 +89,8 @@ def _absent(engine: Engine) -> bool:
 class FleetStore:
     """Read-only access to the ``vehicles`` table of the fleet store (SQLite or PostgreSQL).
 
-    The table is the job's (:data:`spark_jobs.sinks.store.vehicles`, so JSON columns decode),
-    but it is not created nor migrated here: a store the job has not written yet shows no
+    The table is the job's (:data:`streamops_contract.sinks.store.vehicles`, so JSON columns
+    decode), but it is not created nor migrated here: a store the job has not written yet shows no
     vehicles, and ``obd_codes`` is shown only once a v2 job has added the column."""
 
     def __init__(self, url: str) -> None:

@@ -42,8 +42,8 @@ from streamops.exceptions import JobBusy, UnreadableFile
 from streamops.procedures.job_lease import acting_as, job_operation
 from streamops.procedures.operations import Operations, World
 from streamops.procedures.world import operations
-from streamops.state.locks import file_lock
 from streamops.state.savepoints import catalogue
+from streamops_contract.state.locks import file_lock
 
 log = logging.getLogger("streamops.declarative.reconcile")
 

@@ -31,9 +31,9 @@ from pydantic import (
 )
 
 from streamops.exceptions import ConfigError, UnsafeNameError
-from streamops.names import check_name
 from streamops.spec import JobSpec, read_yaml, validation_lines
-from streamops.textfile import read_text
+from streamops_contract.names import check_name
+from streamops_contract.textfile import read_text
 
 _DURATION = re.compile(
     r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)\s*$"

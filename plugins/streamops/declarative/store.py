@@ -39,12 +39,12 @@ from streamops.declarative.resources import (
 )
 from streamops.declarative.status import DeploymentStatus, RequestStatus
 from streamops.exceptions import ConfigError, UnreadableFile
-from streamops.names import check_name
 from streamops.spec import validation_lines
 from streamops.state import intents
 from streamops.state.layout import StateLayout, write_json_atomic
-from streamops.state.locks import file_lock
-from streamops.textfile import decode
+from streamops_contract.names import check_name
+from streamops_contract.state.locks import file_lock
+from streamops_contract.textfile import decode
 
 _DIRS = {DEPLOYMENT: "deployments", "SavepointRequest": "savepoint-requests"}
 

@@ -28,10 +28,10 @@ from typing import Any
 
 import requests
 
-from spark_jobs.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 from streamops.job_view import JobView
 from streamops.state.job_status import StageStatus
 from streamops.tracebacks import describe
+from streamops_contract.sources.alpha_memory import DEFAULT_MAX_FILE_AGE, Memory, parse_age
 
 UNITS = {"beta": "records", "alpha": "files", "journal": "entries"}
 """Per kind of source, what its backlog counts (each unit has thresholds in health)."""
@@ -210,7 +210,7 @@ def journal_probe(source: str, url: str, offset: dict[str, Any]) -> SourceProbe:
     """The transactions journal in the store at ``url`` against the committed offset."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from spark_jobs.sinks import journal_store
+    from streamops_contract.sinks import journal_store
 
     if not url:
         return SourceProbe(source, "journal", "entries",

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from streamops.exceptions import OperationLost
 from streamops.procedures.intent_store import HasLayout
 from streamops.state import op_lease
 from streamops.state.layout import StateLayout
@@ -54,6 +55,7 @@ class _Held:
     lease: OperationLease
     depth: int = 1
     stop: threading.Event = field(default_factory=threading.Event)
+    lost: bool = False  # another operator took the job over: stop at the next step
 
 
 _HELD: dict[tuple[str, str], _Held] = {}  # (state root, job) → this process's hold
@@ -125,21 +127,31 @@ def _heartbeat(held: _Held) -> None:
     while not held.stop.wait(period):
         renewed = op_lease.update(held.layout, held.lease)
         if renewed is None:
+            held.lost = True
             log.error("job %s: this operation (%s) lost its operation lease: another operator "
-                      "took the job over", held.lease.job, held.lease.procedure)  # fmt: skip
+                      "took the job over; it stops before its next step", held.lease.job,
+                      held.lease.procedure)  # fmt: skip
             return
         held.lease = renewed
 
 
 def note_step(step: str) -> None:
     """The operation of this context is at ``step`` now (the step runner's hook): the lease
-    names it, and is renewed."""
+    names it, and is renewed. An operation whose lease was taken over (it was thought gone)
+    raises :class:`~streamops.exceptions.OperationLost` instead of taking the step."""
     held = _CURRENT.get()
     if held is None:
         return
-    renewed = op_lease.update(held.layout, held.lease, step=step)
-    if renewed is not None:
-        held.lease = renewed
+    renewed = None if held.lost else op_lease.update(held.layout, held.lease, step=step)
+    if renewed is None:
+        held.lost = True
+        now = op_lease.read_operation(held.layout, held.lease.job)
+        who = now.describe() if now is not None else "nobody holds it now"
+        raise OperationLost(
+            f"job {held.lease.job}: {held.lease.procedure} stopped before step {step}: another "
+            f"operator took the job's operation lease over ({who}); nothing was undone, the "
+            "job and its intent are theirs now")  # fmt: skip
+    held.lease = renewed
 
 
 def holder_of(world: HasLayout, job: str) -> OperationLease | None:

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from streamops.procedures.standby import Standby
     from streamops.spec import JobSpec
     from streamops.state.layout import StateLayout
-    from streamops.state.savepoints.manifest import Manifest
     from streamops.verdict import Observation
+    from streamops_contract.state.savepoints.manifest import Manifest
 
 
 class Registry(Protocol):

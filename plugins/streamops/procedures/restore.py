@@ -23,10 +23,10 @@ from streamops.jobs import JobRegistry
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, STOP_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import JobSpec
-from streamops.state.checkpoint_cut import last_batch
 from streamops.state.savepoints import catalogue
-from streamops.state.savepoints.manifest import Manifest
 from streamops.state.savepoints.restore import restore_stages
+from streamops_contract.state.checkpoint_cut import last_batch
+from streamops_contract.state.savepoints.manifest import Manifest
 
 log = logging.getLogger("streamops.procedures.restore")
 

@@ -35,8 +35,8 @@ from streamops.procedures.operations import Operations, Registry, World
 from streamops.procedures.step_runner import run_steps
 from streamops.procedures.timeouts import REQUEST_TIMEOUT, STOP_TIMEOUT
 from streamops.procedures.world import operations
-from streamops.state import control
 from streamops.state.layout import StateLayout
+from streamops_contract.state import control
 
 log = logging.getLogger("streamops.procedures.savepoint_taking")
 

@@ -8,13 +8,15 @@ A job that cannot use new cores (granted fewer than it asks for while cores are 
 rebalanced: restarted from a fresh savepoint (:mod:`streamops.procedures.savepoint_restart`).
 
 The scale is put together once, as the steps of :data:`STEPS` (``change_workers`` →
-``confirm_in_master`` → ``verify_batches`` → ``rebalance_jobs``): the CLI (``streamops
-scale``) runs them through :func:`scale`, each task of the ``rolling_scale`` DAG runs one,
-inside an intent record (``<state>/cluster/intents/scale.json``, :class:`ScaleIntent`):
-``begin`` records the target and its owner (``cli`` or the DAG run) before any worker
-changes, :func:`workers_changed` the count reached (also where the health check reads the workers it
-expects: :mod:`streamops.state.cluster_size`), :func:`finish` the end. An unfinished one shows
-in ``streamops health`` with the command that resumes it (a scale to the same count).
+``confirm_in_master`` → ``verify_batches_continue`` → ``rebalance``), each ``step(ops, owner,
+...)``: the CLI (``streamops scale``) runs them through :func:`run_steps` like every other
+procedure, each task of the ``rolling_scale`` DAG runs one. They share what they need through
+the intent record (``<state>/cluster/intents/scale.json``, :class:`ScaleIntent`): the first
+step records the target, its owner (``cli`` or the DAG run) and the jobs' batch marks before
+any worker changes, then the workers it started and removed; :func:`workers_changed` the
+count reached (also where the health check reads the workers it expects:
+:mod:`streamops.state.cluster_size`), :func:`finish` the end. An unfinished one shows in
+``streamops health`` with the command that resumes it (a scale to the same count).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 from streamops.agent.registry import Agents
 from streamops.cluster.client import executor_room
@@ -42,11 +45,10 @@ from streamops.procedures.cluster_nodes import (
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.procedures.job_lease import job_operation
 from streamops.procedures.operations import Operations, World
-from streamops.procedures.step_runner import run_steps
+from streamops.procedures.step_runner import run_steps, step_name
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
 from streamops.procedures.world import operations
 from streamops.settings import Settings
-from streamops.state import intents
 from streamops.state.cluster_size import record_desired_workers
 from streamops.state.job_status import StageStatus
 
@@ -56,10 +58,10 @@ OPERATION = "scale"  # its intent: <state>/cluster/intents/scale.json
 CLI_OWNER = "cli"
 
 __all__ = ["STEPS", "ScaleIntent", "ScaleResult", "add_worker", "alive_in_master",
-           "batch_marks", "begin", "change_workers", "confirm_in_master", "finish",
-           "load_intent", "rebalance", "rebalance_jobs", "record_failure", "remove_worker",
-           "running_workers", "scale", "scale_to", "target_workers", "verify_batches",
-           "wait_alive_count", "workers_changed"]  # fmt: skip
+           "batch_marks", "batches_continue", "begin", "change_workers", "confirm_in_master",
+           "finish", "load_intent", "rebalance", "rebalance_job", "record_failure",
+           "remove_worker", "running_workers", "scale", "scale_to", "target_workers",
+           "verify_batches_continue", "wait_alive_count", "workers_changed"]  # fmt: skip
 
 BatchMarks = dict[str, dict[str, tuple[int | None, float]]]
 """Per running job, per stage: (last batch id, time of the mark)."""
@@ -85,9 +87,8 @@ def _advanced(info: StageStatus, mark: tuple[int | None, float]) -> bool:
     return idle is not None and idle >= at  # nothing to read: still up
 
 
-def verify_batches_continue(world: World, marks: BatchMarks,
-                            timeout: float = VERIFY_BATCHES_TIMEOUT
-                            ) -> dict[str, dict[str, int | None]]:  # fmt: skip
+def batches_continue(world: World, marks: BatchMarks, timeout: float = VERIFY_BATCHES_TIMEOUT
+                     ) -> dict[str, dict[str, int | None]]:  # fmt: skip
     """Wait until every stage of every job in ``marks`` committed a batch after its mark."""
     registry = operations(world).registry
     pending = dict(marks)
@@ -142,7 +143,7 @@ def _rebalancing(ops: Operations, job: str) -> bool:
     )  # fmt: skip
 
 
-def rebalance(world: World, job: str, health_timeout: float = HEALTH_TIMEOUT) -> str:
+def rebalance_job(world: World, job: str, health_timeout: float = HEALTH_TIMEOUT) -> str:
     """Restart ``job`` from a fresh savepoint so its executors spread over the workers (an
     unfinished rebalance of ``job`` is resumed); the new driver's id."""
     log.info("rebalancing %s: savepoint with cancel, then start from it", job)
@@ -165,10 +166,18 @@ class ScaleIntent(StepRecord):
     before: int | None = None  # running workers when it began
     started_at: float = field(default_factory=time.time)
     reason: str | None = None
+    marks: dict[str, dict[str, list[float | int | None]]] = field(default_factory=dict)
+    """Per running job and stage, ``[last batch id, time]`` when the scale began."""
+    started: list[str] = field(default_factory=list)  # the workers it started, removed,
+    removed: list[str] = field(default_factory=list)  # and those running once they changed
+    running: list[str] = field(default_factory=list)
 
+    def begun_marks(self) -> BatchMarks:
+        return {job: {stage: (None if m[0] is None else int(m[0]), float(m[1]))  # type: ignore[arg-type]
+                      for stage, m in stages.items()} for job, stages in self.marks.items()}
 
-SCALE_STEPS = intents.SCALE_STEPS
-"""The steps of a scale after ``begin``, in order, as its intent records them."""
+    def result(self) -> ScaleResult:
+        return ScaleResult(tuple(self.started), tuple(self.removed), tuple(self.running))
 
 
 STORE = IntentStore(ScaleIntent, OPERATION, error=ClusterError,
@@ -191,10 +200,12 @@ def target_workers(settings: Settings, *, workers: int | None = None, add: str |
     return len(running) - (remove in running)
 
 
-def begin(settings: Settings, owner: str, workers: int, before: int | None = None) -> ScaleIntent:
-    """Record that ``owner`` scales to ``workers``, before any worker changes. An unfinished
-    scale to another count, or of another owner, is replaced (a scale is idempotent: the
-    workers are counted again)."""
+def begin(settings: Settings, owner: str, workers: int, before: int | None = None,
+          marks: BatchMarks | None = None) -> ScaleIntent:  # fmt: skip
+    """Record that ``owner`` scales to ``workers``, with the jobs' batch ``marks``, before any
+    worker changes. An unfinished scale to another count, or of another owner, is replaced
+    (a scale is idempotent: the workers are counted again); the same one is resumed, its
+    marks kept."""
     previous = load_intent(settings)
     if previous is not None and not previous.finished:
         if previous.owner == owner and previous.workers == workers:
@@ -202,7 +213,9 @@ def begin(settings: Settings, owner: str, workers: int, before: int | None = Non
             return previous
         log.warning("an unfinished scale to %s worker(s) of %s (phase %s) is replaced",
                     previous.workers, previous.owner, previous.phase)  # fmt: skip
-    intent = ScaleIntent(owner=owner, workers=workers, before=before)
+    intent = ScaleIntent(owner=owner, workers=workers, before=before, marks={
+        job: {stage: list(mark) for stage, mark in stages.items()}
+        for job, stages in (marks or {}).items()})  # fmt: skip
     STORE.save(settings, intent, "begun")
     return intent
 
@@ -255,69 +268,83 @@ def _recorded(settings: Settings, owner: str, step: str) -> Iterator[None]:
 
 # --- the steps (the CLI runs them all, each DAG task one) --------------------------------
 def change_workers(ops: Operations, owner: str, *, workers: int | None = None,
-                   add: str | None = None, remove: str | None = None) -> ScaleResult:  # fmt: skip
-    """Record the scale's target (``begin``), then start or decommission workers until it
-    runs (exactly one of ``workers``, ``add``, ``remove``)."""
+                   add: str | None = None, remove: str | None = None,
+                   marks: BatchMarks | None = None) -> ScaleResult:  # fmt: skip
+    """Record the scale's target and the jobs' batch marks (``begin``; ``marks`` taken now
+    unless given), then start or decommission workers until it runs (exactly one of
+    ``workers``, ``add``, ``remove``); what changed is kept in the intent."""
     settings = ops.settings
     target = target_workers(settings, workers=workers, add=add, remove=remove)
-    begin(settings, owner, target)
+    begin(settings, owner, target, marks=batch_marks(ops) if marks is None else marks)
     with _recorded(settings, owner, "change_workers"):
         if workers is not None:
-            return scale_to(settings, workers)
-        if add is not None:
-            return add_worker(settings, add)
-        assert remove is not None, "give one of workers, add, remove"
-        return remove_worker(settings, remove)
+            result = scale_to(settings, workers)
+        elif add is not None:
+            result = add_worker(settings, add)
+        else:
+            assert remove is not None, "give one of workers, add, remove"
+            result = remove_worker(settings, remove)
+    intent = STORE.owned(settings, None, owner)
+    intent.started, intent.removed, intent.running = (list(result.started),
+                                                      list(result.removed), list(result.running))
+    STORE.save(settings, intent, intent.phase)
+    return result
 
 
-def confirm_in_master(ops: Operations, owner: str, expected: int) -> None:
-    """The master lists ``expected`` ALIVE workers: from now on health expects them."""
+def confirm_in_master(ops: Operations, owner: str, expected: int | None = None) -> None:
+    """The master lists ``expected`` (default: the target) ALIVE workers: from now on health
+    expects them."""
     settings = ops.settings
+    if expected is None:
+        expected = STORE.owned(settings, None, owner).workers
     with _recorded(settings, owner, "confirm_in_master"):
         wait_alive_count(settings, expected)
     workers_changed(settings, owner)
     step_done(settings, owner, "confirm_in_master")
 
 
-def verify_batches(ops: Operations, owner: str, marks: BatchMarks,
-                   timeout: float = VERIFY_BATCHES_TIMEOUT) -> dict[str, dict[str, int | None]]:
-    """Every job marked committed a batch after the change."""
+def verify_batches_continue(ops: Operations, owner: str, timeout: float = VERIFY_BATCHES_TIMEOUT
+                            ) -> dict[str, dict[str, int | None]]:  # fmt: skip
+    """Every job marked when the scale began committed a batch after the change."""
     settings = ops.settings
+    marks = STORE.owned(settings, None, owner).begun_marks()
     with _recorded(settings, owner, "verify_batches_continue"):
-        batches = verify_batches_continue(ops, marks, timeout)
+        batches = batches_continue(ops, marks, timeout)
     step_done(settings, owner, "verify_batches_continue")
     return batches
 
 
-def rebalance_jobs(ops: Operations, owner: str) -> list[str]:
+def rebalance(ops: Operations, owner: str) -> list[str]:
     """Restart from a savepoint every job that cannot use the free cores → done."""
     settings = ops.settings
     with _recorded(settings, owner, "rebalance"):
         jobs = rebalance_candidates(ops)
         for job in jobs:
             log.info("job %s cannot use the free cores; rebalancing it", job)
-            rebalance(ops, job)
+            rebalance_job(ops, job)
     step_done(settings, owner, "rebalance")
     finish(settings, owner)
     return jobs
 
 
-STEPS = (change_workers, confirm_in_master, verify_batches, rebalance_jobs)
+STEPS = (change_workers, confirm_in_master, verify_batches_continue, rebalance)
+SCALE_STEPS = tuple(step_name(s) for s in STEPS)
+"""The steps' names, in order, as the intent records them done."""
 
 
 def scale(world: World, *, workers: int | None = None, add: str | None = None,
           remove: str | None = None, verify: bool = True, owner: str = CLI_OWNER,
           timeout: float = VERIFY_BATCHES_TIMEOUT) -> ScaleResult:  # fmt: skip
-    """The whole rolling scale: change the workers, confirm them in the master, and (with
-    ``verify``) check that the jobs keep committing batches and rebalance those that cannot
-    use the new cores. A re-run with the same target resumes an unfinished one."""
+    """The whole rolling scale, :data:`STEPS` through the step runner: change the workers,
+    confirm them in the master, and (with ``verify``) check that the jobs keep committing
+    batches and rebalance those that cannot use the new cores. A re-run with the same target
+    resumes an unfinished one."""
     ops = operations(world)
-    marks = batch_marks(ops)
-    result = change_workers(ops, owner, workers=workers, add=add, remove=remove)
-    confirm_in_master(ops, owner, len(result.running))
-    if verify:
-        verify_batches(ops, owner, marks, timeout)
-        rebalance_jobs(ops, owner)
-    else:
+    first = partial(change_workers, workers=workers, add=add, remove=remove)
+    steps = [first, *STEPS[1:]] if verify else [first, STEPS[1]]
+    run_steps(steps, ops, owner, waits={"verify_batches_continue": timeout})
+    if not verify:
         finish(ops.settings, owner)
-    return result
+    intent = load_intent(ops)
+    assert intent is not None, "a scale that ran keeps its intent"
+    return intent.result()

@@ -6,7 +6,8 @@ sensor) each through :mod:`streamops_airflow.procedure_tasks`. A polling step (o
 answers whether it is done) is given ``timeout`` from ``waits`` so the loop waits where a
 sensor would poke. The failure policy is the procedure's ``on_failure``: called with the
 error of the step that failed, it undoes what it must (a rollback, an abort, a record of the
-failure) and raises what the caller should see; when it returns, the error goes on.
+failure) and raises what the caller should see; when it returns, the error goes on. An
+operation that lost its lease to another operator (``OperationLost``) stops without it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
-from streamops.exceptions import StreamopsError
+from streamops.exceptions import OperationLost, StreamopsError
 from streamops.procedures.job_lease import note_step
 
 Step = Callable[..., Any]
@@ -22,7 +23,8 @@ OnFailure = Callable[[StreamopsError], None | NoReturn]
 
 
 def step_name(step: Step) -> str:
-    return str(getattr(step, "__name__", step))
+    """A step's name: its function's (of a ``functools.partial`` too)."""
+    return str(getattr(getattr(step, "func", step), "__name__", step))
 
 
 def run_steps(
@@ -38,6 +40,8 @@ def run_steps(
             wait = {"timeout": waits[name]} if name in waits else {}
             note_step(name)  # the job's operation lease names the step it is at
             step(*args, **kwargs, **wait)
+    except OperationLost:
+        raise  # the job is another operator's now: nothing of ours to undo
     except StreamopsError as exc:
         if on_failure is not None:
             on_failure(exc)

@@ -20,9 +20,9 @@ from streamops.procedures.standby import Standby
 from streamops.procedures.timeouts import MASTER_PATIENCE
 from streamops.settings import Settings
 from streamops.spec import JobSpec
-from streamops.state import control
 from streamops.state.savepoints import catalogue
-from streamops.state.savepoints.manifest import Manifest
+from streamops_contract.state import control
+from streamops_contract.state.savepoints.manifest import Manifest
 
 
 class SystemClock:

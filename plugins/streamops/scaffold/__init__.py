@@ -13,7 +13,7 @@ from pathlib import Path
 from string import Template
 
 from streamops.exceptions import ConfigError
-from streamops.names import check_name
+from streamops_contract.names import check_name
 
 TEMPLATES = Path(__file__).parent / "templates"
 

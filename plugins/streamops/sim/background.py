@@ -29,10 +29,10 @@ from pathlib import Path
 
 from streamops.cluster.status import tail
 from streamops.exceptions import ConfigError, SimulatorError
-from streamops.hosts import dial_address
 from streamops.processes import PidRecord
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import Settings
+from streamops_contract.hosts import dial_address
 
 SIMULATORS = {"alpha": "fleetsim-alpha", "beta": "fleetsim-beta", "trades": "fleetsim-trades",
               "transactions": "fleetsim-transactions"}

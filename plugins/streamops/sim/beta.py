@@ -42,13 +42,13 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 
 from streamops.exceptions import SimulatorError
-from streamops.hosts import LOOPBACK
 from streamops.settings import Settings
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS, DurableLog, new_stream_id
 from streamops.sim.flags import add_beta_arguments
 from streamops.sim.fleet import Fleet, Ping, check_emission_params, check_param, malformed_kind
 from streamops.sim.journal import JournalRecord, JournalWriter
 from streamops.sim.runner import SimulatorRun, run_foreground, standalone_main
+from streamops_contract.hosts import LOOPBACK
 
 log = logging.getLogger(__name__)
 

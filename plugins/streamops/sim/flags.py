@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from streamops.hosts import LOOPBACK
 from streamops.sim.market import DEFAULT_SYMBOLS
+from streamops_contract.hosts import LOOPBACK
 
 DEFAULT_RATE = 10_000.0
 """Trades per second of ``sim trades``."""

@@ -23,7 +23,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from streamops.hosts import LOOPBACK
 from streamops.settings import Settings
 from streamops.sim.beta import BetaSimulator
 from streamops.sim.durable_log import DEFAULT_SEGMENT_RECORDS
@@ -31,6 +30,7 @@ from streamops.sim.flags import DEFAULT_HISTORY, DEFAULT_PORT, DEFAULT_RATE, add
 from streamops.sim.journal import JournalRecord
 from streamops.sim.market import DEFAULT_SYMBOLS, Market, Trade
 from streamops.sim.runner import run_foreground, standalone_main
+from streamops_contract.hosts import LOOPBACK
 
 log = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ journal, as the operator tutorial's ``transaction`` map.
 Each tick puts the due changes (:class:`TransactionChanges`: a new transaction, or a new
 amount and status of one already there, deterministic from the seed) into the store in one
 database transaction, journaled with their sequence numbers, the journal trimmed to its
-newest ``capacity`` entries (:mod:`spark_jobs.sinks.journal_store`). The journal being bounded,
-the producer can also append every entry it wrote to a record file (``--journal``): the
-tests' oracle, which holds everything ever written (:func:`read_records`).
+newest ``capacity`` entries (:mod:`streamops_contract.sinks.journal_store`). The journal
+being bounded, the producer can also append every entry it wrote to a record file
+(``--journal``): the tests' oracle, which holds everything ever written (:func:`read_records`).
 
 Run it with ``streamops sim transactions`` (``streamops sim start transactions`` in the
 background) or ``python -m streamops.sim.transactions``. A producer started again on the same
@@ -27,13 +27,13 @@ from pathlib import Path
 
 from sqlalchemy import Engine, func, make_url, select
 
-from spark_jobs.sinks import journal_store
-from spark_jobs.sinks.journal_store import Change, Entry
 from streamops.exceptions import SimulatorError
 from streamops.settings import Settings
 from streamops.sim.flags import add_transactions_arguments
 from streamops.sim.fleet import Pacer
 from streamops.sim.runner import run_foreground, standalone_main
+from streamops_contract.sinks import journal_store
+from streamops_contract.sinks.journal_store import Change, Entry
 
 log = logging.getLogger(__name__)
 

@@ -30,12 +30,12 @@ from typing import Any
 import requests
 
 from streamops.exceptions import ConfigError, ProcessError
-from streamops.hosts import LOOPBACK
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.stack.airflow_db import EMBEDDED, MetadataDatabase, parse_choice
 from streamops.stack.airflow_health import HEALTH_KEYS, stale_components, wait_for_api_server
 from streamops.state.layout import read_json
+from streamops_contract.hosts import LOOPBACK
 
 log = logging.getLogger("streamops.airflow")
 

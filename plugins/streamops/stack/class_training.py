@@ -40,7 +40,7 @@ from streamops.processes import processes_with_marker, read_cmdline
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.spec import load_spec
-from streamops.state.locks import file_lock
+from streamops_contract.state.locks import file_lock
 
 log = logging.getLogger("streamops.stack.class_training")
 

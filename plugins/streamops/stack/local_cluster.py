@@ -24,11 +24,11 @@ from streamops.cluster.releases import ReleaseStore
 from streamops.cluster.spark_home import SparkInstall
 from streamops.cluster.status import ClusterStatus, worker_sort_key
 from streamops.exceptions import AgentError, ClusterNotRunning, ProcessError
-from streamops.names import check_name
 from streamops.processes import PidRecord, sweep
 from streamops.settings import Settings
 from streamops.state.cluster_size import forget_desired_workers
 from streamops.state.layout import write_json_atomic
+from streamops_contract.names import check_name
 
 log = logging.getLogger(__name__)
 

@@ -6,25 +6,28 @@ Airflow (:mod:`streamops.stack.airflow_stack`), then the fleet-pings job submitt
 (not while a procedure in progress stopped it: an upgrade, a restart, a cluster restart
 resume it themselves), then Airflow waited for; what it says of the jobs comes from a health
 observation (:func:`job_lines`).
-``down``: stop Airflow, cancel live jobs, stop the simulators and the dashboard, stop the
-cluster. Each step logs one line.
+``down``: refused while an operation holds a job (``--wait`` queues); else stop Airflow,
+cancel live jobs (each holding its operation lease), stop the simulators and the dashboard,
+stop the cluster. Each step logs one line.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
 from streamops.cluster.profile import ClusterProfile
-from streamops.exceptions import ProcessError
+from streamops.exceptions import JobBusy, ProcessError
 from streamops.health.checks import Observation, Thresholds, check_jobs, gather
 from streamops.jobs import JobRegistry
 from streamops.procedures import describe_ahead
 from streamops.procedures.deploy import start_job
+from streamops.procedures.job_lease import holder_of, job_operation
 from streamops.services import start_service, stop_services
 from streamops.settings import Settings
 from streamops.sim.background import command as simulator_command
@@ -148,13 +151,39 @@ def job_lines(obs: Observation) -> list[tuple[bool, str]]:
     return out
 
 
-def down(settings: Settings) -> None:
+def busy_jobs(settings: Settings, wait: float = 0.0, poll: float = 1.0) -> list[str]:
+    """The jobs another live operation holds (each as the holder's description), after
+    waiting up to ``wait`` seconds for them to end."""
+    deadline = time.monotonic() + wait
+    while True:
+        held = [(job, holder_of(settings, job)) for job in settings.layout.known_jobs()]
+        busy = [f"{job}: {lease.describe()}" for job, lease in held if lease is not None]
+        if not busy or time.monotonic() >= deadline:
+            return busy
+        time.sleep(poll)
+
+
+def down(settings: Settings, wait: float = 0.0, force: bool = False) -> None:
+    """Stop the stack. Refused, with nothing stopped, while an operation holds a job (an
+    upgrade cut by ``down`` would roll back onto a cluster going away); ``wait`` queues,
+    ``force`` stops it anyway (the operations' intents stay, to be resumed after ``up``)."""
+    busy = busy_jobs(settings, wait)
+    if busy and not force:
+        raise JobBusy(
+            f"the stack was not stopped: {len(busy)} job(s) busy with an operation: "
+            f"{'; '.join(busy)}. Nothing was stopped; wait for them to end, queue with "
+            "`streamops down --wait SECONDS`, or stop anyway with `--force`")  # fmt: skip
+    for line in busy:
+        log.warning("stopping the stack under a running operation (--force): %s", line)
     AirflowStack(settings).stop()  # first, so no scheduled run starts while jobs are cancelled
     registry = JobRegistry(settings)
     cluster = LocalCluster(settings, ClusterProfile.for_config_dir(settings.config_dir))
     if cluster.status().master_alive:
         for view in registry.list():
-            if view.is_live and view.driver_id:
+            if view.is_live and view.driver_id and force:
                 registry.cancel(view.name)
+            elif view.is_live and view.driver_id:
+                with job_operation(settings, view.name, "down: cancel"):
+                    registry.cancel(view.name)
     stop_services(settings)
     cluster.stop()

@@ -1,3 +1,4 @@
-"""Where a job lives on disk: the state root's layout, the lease, locks, intents,
-savepoints, checkpoints, the control files, the releases of the classpath jars.
+"""The operator's records of the state root: one live operation per job (the operation
+lease), the cluster's size, the savepoint catalogue and restore. The paths, the driver's lease,
+the status and the control files are the contract's (:mod:`streamops_contract.state`).
 """

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from streamops.exceptions import UnsafeNameError
-from streamops.names import check_name
 from streamops.state.layout import StateLayout, read_json
+from streamops_contract.names import check_name
 
 log = logging.getLogger("streamops.state.intents")
 

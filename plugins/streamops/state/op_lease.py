@@ -10,7 +10,7 @@ time (a reused pid is not the holder); on another host (or a ``dag`` holder, who
 several task processes), its heartbeat is younger than its TTL. A live holder of another
 run refuses the operation (:class:`~streamops.exceptions.JobBusy`, naming it); a gone one is
 taken over, with a log line. It is a separate lease from the drivers' fencing lease
-(:mod:`streamops.state.lease`), which says which *driver* may write the job's state.
+(:mod:`streamops_contract.state.lease`), which says which *driver* may write the job's state.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from streamops.exceptions import JobBusy
-from streamops.hosts import this_host
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
-from streamops.state.locks import file_lock
+from streamops_contract.hosts import this_host
+from streamops_contract.state.locks import file_lock
 
 log = logging.getLogger("streamops.state.op_lease")
 

@@ -9,17 +9,16 @@ so the next step finds the cluster as the campaign started it).
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import subprocess
-import sys
 import time
 
 from support.chaos.actions import Action, Inflicted
 from support.chaos.airflow_fault import airflow_db_killed
 from support.chaos.handover_fault import master_mid_handover, node_mid_handover
 from support.chaos.judge import loss_problems
+from support.chaos.race_faults import two_hands
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
 from support.faults import (
     driver_jvm_pid,
@@ -262,27 +261,6 @@ def restart_checkpoint(world: ChaosWorld, rng: random.Random) -> Inflicted:
     return Inflicted(at, f"restarted from its last checkpoint on {outcome.driver_id}")
 
 
-def cli_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    """``streamops restart`` killed -9 part way, then run again: it resumes from its intent."""
-    argv = [sys.executable, "-m", "streamops", "--state-root", str(world.settings.state_root),
-            "restart", world.job, "--mode", "savepoint"]  # fmt: skip
-    env = {**os.environ, **world.settings.to_env()}
-    at = time.time()
-    delay = rng.uniform(1, 8)  # a restart takes 10-20 s here: killed in its middle
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        proc.wait(delay)
-        killed = False
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        killed = True
-    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0, f"the restart run again failed: {again.stdout}{again.stderr}"
-    how = f"killed after {delay:.1f} s" if killed else f"done within {delay:.1f} s"
-    return Inflicted(at, f"streamops restart {how}, then run again to its end")
-
-
 def scale_up_down(world: ChaosWorld, rng: random.Random) -> Inflicted:
     """One worker more and back (one less and back where the cluster is at its maximum)."""
     from streamops.procedures import scale
@@ -290,8 +268,8 @@ def scale_up_down(world: ChaosWorld, rng: random.Random) -> Inflicted:
     n = len(_alive(world))
     other = n + 1 if n < world.cluster.cluster.profile.max_workers else n - 1
     at = time.time()
-    scale.scale_to(world.settings, other)
-    scale.scale_to(world.settings, n)
+    scale.scale(world.settings, workers=other)  # the whole procedure: verify, rebalance
+    scale.scale(world.settings, workers=n)
     return Inflicted(at, f"scaled {n} → {other} → {n} workers")
 
 
@@ -335,7 +313,7 @@ CATALOGUE: tuple[Action, ...] = (
     Action("savepoint", "procedure", savepoint, recover_s=15),
     Action("restart-savepoint", "procedure", restart_savepoint, recover_s=45),
     Action("restart-checkpoint", "procedure", restart_checkpoint, recover_s=45),
-    Action("cli-killed", "procedure", cli_killed, recover_s=90),  # two restarts
+    Action("two-hands", "procedure", two_hands, recover_s=90),  # two restarts, 5 hands
     Action("store-down", "fault", store_down, short=False, recover_s=60,
            exists=lambda world: world.store_link is not None),
     Action("standby-node", "fault", standby_node, short=False, needs=_hot_and_armed,

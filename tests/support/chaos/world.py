@@ -31,13 +31,13 @@ from support.postgres import link_to
 from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
-from spark_jobs.sinks import store
 from streamops.jobs import JobRegistry
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
 from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
-from streamops.state.checkpoint_cut import last_batch
+from streamops_contract.sinks import store
+from streamops_contract.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
 STAGES = ("vehicles", "vehicle-stats-1m")

@@ -6,16 +6,15 @@ savepoint with cancel and no submission."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.dag_runs import dag_tasks
 from support.restart_fake import JOB, FakeCluster, as_dag_task, install, settings_at
 
 from streamops.procedures import savepoint_restart, upgrade_steps
-from streamops.settings import PROJECT_ROOT
 from streamops_airflow import job_groups as groups
 from streamops_airflow.procedure_tasks import StepSensor
 
@@ -58,17 +57,8 @@ def test_every_restart_task_runs_a_library_step(
         "start_from_savepoint", "verify")]  # fmt: skip
 
 
-def _dag(name: str) -> Any:
-    path = PROJECT_ROOT / "dags" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_dag", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)()
-
-
 def test_the_restart_dag_is_made_of_these_tasks() -> None:
-    tasks = {t.task_id: t for t in _dag("restart_job").tasks}
+    tasks = dag_tasks("restart_job")
     for task_id, fn in (("savepoint_with_cancel.begin", groups.begin),
                         ("savepoint_with_cancel.request", groups.request),
                         ("start_same_version", groups.start_same_version),
@@ -84,9 +74,9 @@ def test_the_restart_dag_is_made_of_these_tasks() -> None:
 
 
 def test_the_cluster_restart_dag_runs_the_library_steps() -> None:
-    tasks = {t.task_id: t for t in _dag("cluster_restart").tasks}
+    tasks = dag_tasks("cluster_restart")
     assert "savepoint_all_jobs.savepoint_with_cancel" in tasks
-    wait = {t.task_id: t for t in _dag("savepoint_and_upgrade").tasks}[
+    wait = dag_tasks("savepoint_and_upgrade")[
         "savepoint_with_cancel.wait_result"]
     assert isinstance(wait, StepSensor) and wait.step is upgrade_steps.savepoint_answered
 
@@ -131,7 +121,7 @@ def test_a_run_whose_savepoint_fails_closes_its_intent_as_failed(cluster: FakeCl
     cluster.savepoint_error = "savepoint sp-dag failed: [Errno 28] No space left on device"
     groups.begin.function(CTX)
     groups.request.function(CTX)
-    wait = {t.task_id: t for t in _dag("restart_job").tasks}["savepoint_with_cancel.wait_result"]
+    wait = dag_tasks("restart_job")["savepoint_with_cancel.wait_result"]
     wait.job = JOB  # rendered from the run's context by Airflow
     with pytest.raises(ProcedureFailed) as failed:
         for _ in range(5):

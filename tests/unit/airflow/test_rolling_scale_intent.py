@@ -5,16 +5,16 @@ jobs) is replaced; the tasks are the DAG's own."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.dag_runs import dag_tasks
 
 from streamops.exceptions import JobError
 from streamops.procedures import scale
-from streamops.settings import PROJECT_ROOT, Settings
+from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
 
 RUN = SimpleNamespace(dag_id="rolling_scale", run_id="manual__1")
@@ -22,12 +22,7 @@ OWNER = "airflow:rolling_scale/manual__1"
 
 
 def _tasks(name: str = "rolling_scale") -> dict[str, Any]:
-    path = PROJECT_ROOT / "dags" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_dag", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {t.task_id: t.python_callable for t in getattr(module, name)().tasks}
+    return {task_id: t.python_callable for task_id, t in dag_tasks(name).items()}
 
 
 @pytest.fixture
@@ -45,15 +40,15 @@ def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Settings:
 def test_a_run_records_its_intent_and_the_workers_health_expects(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scale, "verify_batches_continue", lambda s, m, t: {})
+    monkeypatch.setattr(scale, "batches_continue", lambda s, m, t: {})
     tasks = _tasks()
-    assert tasks["change_workers"]({"action": "workers", "workers": 3}) == 3
+    assert tasks["change_workers"]({"action": "workers", "workers": 3}, {}) == 3
     intent = scale.load_intent(settings)
     assert intent is not None and intent.owner == OWNER and intent.workers == 3
     assert not intent.finished and desired_workers(settings.layout) is None
     tasks["confirm_in_master"](3)
     assert desired_workers(settings.layout) == 3
-    tasks["verify_batches_continue"]({}, params={"verify_timeout": 30})
+    tasks["verify_batches_continue"](params={"verify_timeout": 30})
     tasks["rebalance"]()
     intent = scale.load_intent(settings)
     assert intent is not None and intent.finished
@@ -67,12 +62,12 @@ def test_a_failed_step_is_kept_in_the_intent(
     def stalled(*_: Any) -> dict[str, Any]:
         raise JobError("fleet-pings committed no new batch within 30s of the scale")
 
-    monkeypatch.setattr(scale, "verify_batches_continue", stalled)
+    monkeypatch.setattr(scale, "batches_continue", stalled)
     tasks = _tasks()
-    tasks["change_workers"]({"action": "workers", "workers": 3})
+    tasks["change_workers"]({"action": "workers", "workers": 3}, {})
     tasks["confirm_in_master"](3)
     with pytest.raises(JobError):
-        tasks["verify_batches_continue"]({}, params={"verify_timeout": 30})
+        tasks["verify_batches_continue"](params={"verify_timeout": 30})
     intent = scale.load_intent(settings)
     assert intent is not None and not intent.finished
     assert intent.reason and "step verify_batches_continue failed" in intent.reason

@@ -5,17 +5,16 @@ rollback acts only when the run stopped the old version."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from airflow.sdk.exceptions import AirflowSkipException
+from support.dag_runs import dag_tasks
 from support.upgrade_fake import JOB, V2, FakeCluster, install
 
 from streamops.procedures import upgrade_steps
-from streamops.settings import PROJECT_ROOT
 from streamops.spec import load_spec
 from streamops_airflow import upgrade_groups as groups
 from streamops_airflow.exceptions import ProcedureFailed
@@ -80,13 +79,7 @@ def test_every_upgrade_task_runs_a_library_step(
 
 
 def test_the_upgrade_dag_is_made_of_these_tasks() -> None:
-    path = PROJECT_ROOT / "dags" / "savepoint_and_upgrade.py"
-    spec = importlib.util.spec_from_file_location("savepoint_and_upgrade_dag", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    dag = module.savepoint_and_upgrade()
-    tasks = {t.task_id: t for t in dag.tasks}
+    tasks = dag_tasks("savepoint_and_upgrade")
     for task_id, fn in (("plan", groups.plan), ("start_standby", groups.start_standby),
                         ("savepoint_with_cancel.request", groups.request),
                         ("start_new_version", groups.start_new_version),

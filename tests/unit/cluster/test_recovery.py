@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamops.cluster.recovery import app_name, driver_app_names
+from streamops_contract.recovery import app_name, driver_app_names
 
 
 def java_string(text: str) -> bytes:

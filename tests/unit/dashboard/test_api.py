@@ -27,10 +27,10 @@ from support.dashboard_state import (
     write_alpha,
 )
 
-from spark_jobs.sinks import store
 from streamops.dashboard.app import create_app
 from streamops.health.report import Level
 from streamops.settings import Settings
+from streamops_contract.sinks import store
 
 VEHICLES = 25
 BETA_EMITTED, BETA_COMMITTED = 120, 100

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.sinks import journal_store as js
-from spark_jobs.sinks import store
 from streamops.cli import main
 from streamops.exceptions import SimulatorError
 from streamops.processes import pid_alive
 from streamops.settings import Settings
 from streamops.sim import background
 from streamops.sim.transactions import TransactionChanges, TransactionSimulator, read_records
+from streamops_contract.sinks import journal_store as js
+from streamops_contract.sinks import store
 
 
 def run(url: str, journal: Path, count: int, capacity: int = js.DEFAULT_CAPACITY) -> None:

@@ -19,7 +19,7 @@ from support.source_rows import read_rows
 from spark_jobs.sources.alpha import AlphaDataSource, AlphaFiles, AlphaStreamReader
 from streamops.procedures.restore import restore_plan
 from streamops.sim.alpha import file_name
-from streamops.state.savepoints.manifest import Manifest, StageEntry
+from streamops_contract.state.savepoints.manifest import Manifest, StageEntry
 
 SOURCE = "fleetsim-alpha"
 NOW = time.time()

@@ -47,7 +47,7 @@ def test_gives_up_when_no_successor_runs(tmp_path: Path) -> None:
 def test_a_request_sent_to_a_previous_driver_is_answered_not_acted_on(tmp_path: Path) -> None:
     """A driver that died mid-savepoint leaves its request pending: the driver that took the
     job over (relaunched, or a hot standby) must not take it (with cancel: stop the job)."""
-    from streamops.state import control, lease
+    from streamops_contract.state import control, lease
 
     layout = StateLayout.at(tmp_path)
     old = control.send_request(layout, "job", "savepoint", name="sp-1", cancel=True)
@@ -67,7 +67,7 @@ def test_a_request_sent_to_a_previous_driver_is_answered_not_acted_on(tmp_path: 
 
 
 def test_a_sender_that_gives_up_withdraws_its_request(tmp_path: Path) -> None:
-    from streamops.state import control
+    from streamops_contract.state import control
 
     layout = StateLayout.at(tmp_path)
     request = control.send_request(layout, "job", "savepoint", name="sp-1", cancel=True)

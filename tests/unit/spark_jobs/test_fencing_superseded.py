@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from spark_jobs.runtime.fencing import LeaseFence
-from streamops.state import lease
 from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout
+from streamops_contract.state import lease
 
 
 class Board:

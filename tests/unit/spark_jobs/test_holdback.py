@@ -16,8 +16,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, ReadMaxRows
 from support.beta_server import beta_serving, stream_of
 
-from spark_jobs.sinks import journal_store as js
-from spark_jobs.sinks.journal_store import Change
 from spark_jobs.sources.alpha import AlphaStreamReader
 from spark_jobs.sources.beta import BetaStreamReader
 from spark_jobs.sources.holdback import Holdback, HoldbackError
@@ -25,6 +23,8 @@ from spark_jobs.sources.journal import JournalStreamReader
 from spark_jobs.sources.source_state import SourceResetError
 from streamops.sim.alpha import file_name
 from streamops.sim.beta import BetaSimulator
+from streamops_contract.sinks import journal_store as js
+from streamops_contract.sinks.journal_store import Change
 
 
 class Clock:

@@ -21,8 +21,8 @@ import pytest
 
 from spark_jobs.runtime import hot_roles
 from spark_jobs.runtime.hot_roles import Role
-from streamops.state import lease
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops_contract.state import lease
 
 JOB = "fleet-pings"
 VERSION = "1"

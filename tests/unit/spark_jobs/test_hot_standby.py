@@ -18,9 +18,9 @@ from typing import Any, cast
 import pytest
 
 from spark_jobs.runtime import hot_roles, hot_standby
-from streamops.state import lease
 from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout, write_json_atomic
+from streamops_contract.state import lease
 
 JOB = "fleet-pings"
 

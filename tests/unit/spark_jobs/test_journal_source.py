@@ -21,9 +21,6 @@ from support.source_rows import read_rows
 from spark_jobs import transactions
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.describe import describe_job_stages
-from spark_jobs.sinks import journal_store as js
-from spark_jobs.sinks import store
-from spark_jobs.sinks.journal_store import Change
 from spark_jobs.sources.journal import (
     JournalDataSource,
     JournalRange,
@@ -34,6 +31,9 @@ from spark_jobs.sources.source_state import SourceResetError, merge_states
 from streamops.planner import StageAction, UpgradePlan
 from streamops.spec import load_spec
 from streamops.state.layout import StateLayout
+from streamops_contract.sinks import journal_store as js
+from streamops_contract.sinks import store
+from streamops_contract.sinks.journal_store import Change
 
 SID = "tx-test"
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"

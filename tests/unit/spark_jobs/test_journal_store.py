@@ -17,9 +17,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from spark_jobs.sinks import journal_store as js
-from spark_jobs.sinks import store
-from spark_jobs.sinks.journal_store import Change
+from streamops_contract.sinks import journal_store as js
+from streamops_contract.sinks import store
+from streamops_contract.sinks.journal_store import Change
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

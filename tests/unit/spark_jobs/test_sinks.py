@@ -14,10 +14,10 @@ from support.beta_rows import beta_frame
 from support.source_rows import read_rows
 
 from spark_jobs import fleet_pings, pings
-from spark_jobs.sinks import store
 from spark_jobs.sources.alpha import ALPHA_SCHEMA, AlphaFiles, AlphaStreamReader
 from streamops.sim.alpha import file_name
 from streamops.sim.fleet import Fleet
+from streamops_contract.sinks import store
 
 GOOD = {"vin": "1HGCM82633A004352", "time": 1_700_000_000.0, "latitude": 50.0,
         "longitude": 8.0, "speed": 42.0, "heading": 90.0}  # fmt: skip

@@ -35,8 +35,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from support.postgres import cuttable_link, fails_the_test, throwaway_database
 
-from spark_jobs.sinks import store
 from streamops.sim.fleet import Fleet, Ping
+from streamops_contract.sinks import store
 
 VEHICLES = 4
 ROUNDS = 3

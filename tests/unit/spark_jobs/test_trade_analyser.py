@@ -24,13 +24,13 @@ from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.context import JobContext
 from spark_jobs.runtime.describe import describe_job_stages
 from spark_jobs.runtime.status import StatusBoard
-from spark_jobs.sinks import store
 from spark_jobs.sliding_frames import frames, frames_writer
 from streamops.planner import StageAction, UpgradePlan
 from streamops.sim.beta import PingHistory
 from streamops.sim.market import Market, Trade
 from streamops.spec import load_spec
 from streamops.state.layout import StateLayout
+from streamops_contract.sinks import store
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
 T0 = 1_700_000_000.0  # a whole second: window boundaries at T0 + k * slide

@@ -19,10 +19,10 @@ from pyspark.sql import SparkSession
 from support.oracle import compare_trips, ended_trips
 
 from spark_jobs import fleet_pings_v2, pings
-from spark_jobs.sinks import store
 from spark_jobs.sources.beta import BetaDataSource
 from streamops.sim.beta import PingHistory
 from streamops.sim.fleet import Ping
+from streamops_contract.sinks import store
 
 T0 = 1_700_000_000.0
 GAP_S, LAG_S = 300.0, 120.0

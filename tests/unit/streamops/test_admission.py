@@ -8,15 +8,12 @@ two workers of 4 cores, ``transactions`` running (a driver and a 1-core executor
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.master_doc import issue_master, serving
 
 from streamops.admission import admit
 from streamops.cli import main
@@ -26,40 +23,12 @@ from streamops.settings import Settings
 from streamops.spec import load_spec
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
-RECORDED = Path(__file__).parents[1] / "cluster" / "data" / "master_waiting.json"
-
-
-def issue_master() -> dict[str, Any]:
-    doc = json.loads(RECORDED.read_text())
-    for w in doc["workers"]:
-        w.update(cores=4, coresused=2, coresfree=2, memory=4096, memoryused=1024,
-                 memoryfree=3072)  # fmt: skip
-    doc["activeapps"] = [a for a in doc["activeapps"] if a["name"] == "transactions"]
-    return doc  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 def master() -> Iterator[int]:
-    body = json.dumps(issue_master()).encode()
-
-    class Master(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Master)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(issue_master()) as port:
+        yield port
 
 
 @pytest.fixture

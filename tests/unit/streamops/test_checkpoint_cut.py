@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamops.state.checkpoint_cut import in_cut, missing_state_versions, versioned
+from streamops_contract.state.checkpoint_cut import in_cut, missing_state_versions, versioned
 
 
 @pytest.mark.parametrize(

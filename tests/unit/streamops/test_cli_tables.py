@@ -23,7 +23,7 @@ from streamops.health.report import CheckResult, HealthReport, Level
 from streamops.job_view import JobView
 from streamops.sim.background import SimStatus
 from streamops.stack.airflow_stack import ComponentStatus
-from streamops.state.savepoints.manifest import SavepointInfo
+from streamops_contract.state.savepoints.manifest import SavepointInfo
 
 WIDTHS = (60, 200)
 DRIVER = "driver-20260301103012-0002"

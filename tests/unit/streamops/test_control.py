@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from streamops.state import control
-from streamops.state.control import ControlFailed
 from streamops.state.layout import StateLayout, write_json_atomic
+from streamops_contract.state import control
+from streamops_contract.state.control import ControlFailed
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from streamops.health.source_probes import Prober, probe_job
 from streamops.job_view import JobView
 from streamops.jobs import spec_args
 from streamops.settings import Settings
-from streamops.state import lease
 from streamops.state.job_status import JobStatus
 from streamops.state.layout import append_jsonl, write_json_atomic
+from streamops_contract.state import lease
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0

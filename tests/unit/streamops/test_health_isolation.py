@@ -98,7 +98,7 @@ def test_a_probe_that_raises_fails_its_source_and_the_others_are_probed(tmp_path
     assert probes[good["source"]].backlog == 0
     crashed = probes[bad["source"]]
     assert crashed.error is not None and "ValueError: not a run of fleet_alpha" in crashed.error
-    assert "spark_jobs/sources/alpha_memory.py:" in crashed.error
+    assert "streamops_contract/sources/alpha_memory.py:" in crashed.error
     results = {r.name: r for r in health.check_sources(observation([job], sources={JOB: probes}))}
     assert results[f"{JOB}/{bad['source']}"].level is Level.FAIL
     assert results[f"{JOB}/{good['source']}"].level is Level.OK

@@ -27,8 +27,8 @@ from streamops.procedures.savepoint_taking import SavepointCancel
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import load_spec
 from streamops.stack import local_stack
-from streamops.state import lease
 from streamops.state.layout import append_jsonl, write_json_atomic
+from streamops_contract.state import lease
 
 JOB = "fleet-pings"
 V1 = PROJECT_ROOT / "config" / "jobs" / "fleet-pings.yaml"
@@ -239,7 +239,7 @@ def quiet_scale(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> None:
     monkeypatch.setattr(scale, "scale_to", scale_to)
     monkeypatch.setattr(scale, "wait_alive_count", lambda s, n: None)
     monkeypatch.setattr(scale, "batch_marks", lambda s: {})
-    monkeypatch.setattr(scale, "verify_batches_continue", lambda s, m, t=None: {})
+    monkeypatch.setattr(scale, "batches_continue", lambda s, m, t=None: {})
     monkeypatch.setattr(scale, "rebalance_candidates", lambda s: [])
 
 

@@ -12,11 +12,11 @@ import pytest
 
 from streamops.agent import processes as agent_processes
 from streamops.agent.server import advertised_url
-from streamops.hosts import LOOPBACK, binds_all, dial_address, is_loopback, this_host
 from streamops.settings import Settings
 from streamops.stack.local_stack import StackOptions, beta_url, simulator_options
-from streamops.state import lease
 from streamops.state.layout import StateLayout
+from streamops_contract.hosts import LOOPBACK, binds_all, dial_address, is_loopback, this_host
+from streamops_contract.state import lease
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ from streamops.job_view import JobView
 from streamops.jobs import JobRegistry, read_submissions
 from streamops.procedures.submit import ensure_not_running
 from streamops.settings import Settings
-from streamops.state import lease
 from streamops.state.layout import append_jsonl, write_json_atomic
+from streamops_contract.state import lease
 
 JOB = "fleet-pings"
 WORKER = "worker-20260101000000-127.0.0.1-40123"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark_jobs.sinks import journal_store as js
-from spark_jobs.sinks.journal_store import Change
 from streamops.health.source_probes import Prober
+from streamops_contract.sinks import journal_store as js
+from streamops_contract.sinks.journal_store import Change
 
 SOURCE = "journal:transactions"
 

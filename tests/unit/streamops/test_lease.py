@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from streamops.state import lease
 from streamops.state.layout import StateLayout, write_json_atomic
+from streamops_contract.state import lease
 
 JOB = "fleet-pings"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streamops.exceptions import ConfigError, UnsafeNameError
-from streamops.names import check_name
+from streamops_contract.names import check_name
 
 
 @pytest.mark.parametrize(

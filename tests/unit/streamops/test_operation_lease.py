@@ -5,11 +5,12 @@ refused at once naming the first, queues with ``--wait``, and takes over a holde
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,34 @@ def test_each_procedure_refuses_a_busy_job_before_it_records_anything(tmp_path: 
         assert STORE.read(cluster.ops, JOB) == before and cluster.calls == []
         code, err = first.finish()
     assert code == 0, err
+
+
+def test_an_operation_taken_over_stops_at_its_next_step_and_undoes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A holder thought gone (its heartbeat late past the TTL on another host) whose lease
+    another operator took over must not go on acting on the job: it stops before its next step,
+    without its failure policy (a rollback would act on the other operator's job)."""
+    from streamops.exceptions import OperationLost
+    from streamops.procedures.step_runner import run_steps
+
+    settings = Settings.from_env({}, state_root=str(tmp_path))
+    done: list[str] = []
+    undone: list[str] = []
+
+    def first_step() -> None:
+        done.append("first")
+        # meanwhile another operator took the job over
+        other = op_lease.holder(JOB, "cli", "other", "restart (savepoint)")
+        op_lease.operation_file(settings.layout, JOB).write_text(json.dumps(asdict(other)))
+
+    def second_step() -> None:
+        done.append("second")
+
+    with acting_as("cli", "mine"), job_operation(settings, JOB, "upgrade to v2"):
+        with pytest.raises(OperationLost, match=r"upgrade to v2 stopped before step "
+                           r"second_step: another operator took .* cli run other"):
+            run_steps([first_step, second_step], on_failure=lambda exc: undone.append(str(exc)))
+    assert done == ["first"] and undone == []
+    held = holder_of(settings, JOB)
+    assert held is not None and held.run == "other"  # not given up by the loser at its end

@@ -20,7 +20,7 @@ from streamops.settings import Settings
 from streamops.spec import spec_from_dict
 from streamops.state.layout import write_json_atomic
 from streamops.state.savepoints.catalogue import verify_savepoint
-from streamops.state.savepoints.create import create_savepoint
+from streamops_contract.state.savepoints.create import create_savepoint
 
 JOB = "fleet-pings"
 STAGES = ("trips", "avg-speed-5m")

@@ -15,7 +15,7 @@ from streamops.exceptions import ConfigError, SavepointProtected
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, write_json_atomic
 from streamops.state.savepoints.catalogue import get_savepoint, list_savepoints
-from streamops.state.savepoints.create import create_savepoint
+from streamops_contract.state.savepoints.create import create_savepoint
 
 
 @pytest.fixture
@@ -31,13 +31,14 @@ def run(settings: Settings, *argv: str) -> int:
     return int(args.handler(args, settings))
 
 
-def savepoint(layout: StateLayout, name: str, job: str, age_s: float, size: int = 2048) -> None:
+def savepoint(layout: StateLayout, name: str, job: str, age_s: float, size: int = 2048,
+              code: str | None = None) -> None:
     checkpoint = layout.checkpoint(job, "vehicles")
     (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
     (checkpoint / "metadata").write_text('{"id":"1"}')
     (checkpoint / "offsets" / "0").write_text("x" * (size - 10))
     create_savepoint(layout, name, job=job, version="2", stage_dirs={"vehicles": checkpoint},
-                     stage_entries={"vehicles": {"batch_id": 0}})  # fmt: skip
+                     stage_entries={"vehicles": {"batch_id": 0}}, code=code)  # fmt: skip
     manifest = get_savepoint(layout, name).model_copy(update={"created_at": time.time() - age_s})
     write_json_atomic(layout.savepoint(name) / "manifest.json", manifest.model_dump())
 
@@ -47,7 +48,8 @@ def three(settings: Settings) -> StateLayout:
     layout = settings.layout
     savepoint(layout, "pings-old", "fleet-pings", 3 * 86400)
     savepoint(layout, "pings-new", "fleet-pings", 60)
-    savepoint(layout, "trades-1", "trades", 3600, size=3 * 1024 * 1024)
+    savepoint(layout, "trades-1", "trades", 3600, size=3 * 1024 * 1024,
+              code="trades-0123456789ab.zip")
     return layout
 
 
@@ -62,6 +64,7 @@ def test_list_snapshots_table(
     assert [r.split()[4] for r in rows] == ["pings-new", "trades-1", "pings-old"]
     assert "2.0 KiB" in rows[0] and "3.0 MiB" in rows[1]
     assert "vehicles" in rows[0]
+    assert "2 (trades-0123456789ab.zip)" in rows[1]  # a job's own code: the version it ran
 
 
 def test_list_snapshots_of_one_job_as_json(

@@ -16,7 +16,7 @@ from support.step_crash import dies_when_recording
 from streamops.exceptions import JobError
 from streamops.procedures import restart, savepoint_restart, scale
 from streamops.procedures import savepoint_restart as steps
-from streamops.state import control
+from streamops_contract.state import control
 
 OWNER = "airflow:restart_job/manual__1"
 
@@ -159,9 +159,9 @@ def test_the_rebalance_runs_the_steps_and_resumes_an_unfinished_one(
 
     monkeypatch.setattr(cluster, "start", submit_once_crashed)
     with pytest.raises(KeyboardInterrupt):
-        scale.rebalance(cluster.ops, JOB)
+        scale.rebalance_job(cluster.ops, JOB)
     assert scale._rebalancing(cluster.settings, JOB)  # stopped, not started: a candidate
-    assert scale.rebalance(cluster.ops, JOB) == "driver-2"
+    assert scale.rebalance_job(cluster.ops, JOB) == "driver-2"
     assert cluster.count("savepoint") == 1 and cluster.submitted == 1
     assert not scale._rebalancing(cluster.settings, JOB)
 
@@ -172,8 +172,8 @@ def _no_space_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     import errno
 
     from streamops.state.layout import StateLayout
-    from streamops.state.savepoints import copying
-    from streamops.state.savepoints.create import create_savepoint
+    from streamops_contract.state.savepoints import copying
+    from streamops_contract.state.savepoints.create import create_savepoint
 
     def full(*_: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

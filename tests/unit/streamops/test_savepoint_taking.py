@@ -10,7 +10,7 @@ import pytest
 from streamops.exceptions import ClusterNotRunning
 from streamops.procedures.savepoint_taking import _no_savepoint
 from streamops.settings import Settings
-from streamops.state.control import DriverGone
+from streamops_contract.state.control import DriverGone
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from streamops.exceptions import (
     UnsafeNameError,
 )
 from streamops.state.layout import StateLayout, read_json, write_json_atomic
-from streamops.state.savepoints import copying, create
 from streamops.state.savepoints.catalogue import (
     RetentionPolicy,
     apply_retention,
@@ -33,9 +32,10 @@ from streamops.state.savepoints.catalogue import (
     remove_stale,
     verify_savepoint,
 )
-from streamops.state.savepoints.create import create_savepoint
-from streamops.state.savepoints.manifest import Manifest
 from streamops.state.savepoints.restore import restore_stage
+from streamops_contract.state.savepoints import copying, create
+from streamops_contract.state.savepoints.create import create_savepoint
+from streamops_contract.state.savepoints.manifest import Manifest
 
 ALPHA = {"source": "alpha:/data/alpha", "file": "pings-000000000012.csv"}
 BETA = {"source": "beta:http://h:8000/pings", "sequence": 812}

@@ -192,7 +192,7 @@ def test_without_a_handover_the_new_version_starts_at_once_and_finish_waits_for_
 ) -> None:
     """The answer means the old driver's queries are stopped and its lease given up: the new
     version is started while the old driver still shuts down; ``finish`` waits for its end."""
-    from streamops.state import control
+    from streamops_contract.state import control
 
     cluster.auto_answer = False
     cluster.handover_fits = False

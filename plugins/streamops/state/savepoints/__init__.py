@@ -15,8 +15,8 @@ Each file is read once while copied, its sha256 taken from the bytes copied (``c
 another file system. A restore copies every stage out and checks it against the manifest
 before it swaps any checkpoint (:mod:`.restore`).
 
-One module a part: :mod:`.manifest` (what a savepoint holds, reading and checking its
-files), :mod:`.copying` (a tree copied and hashed), :mod:`.create` (taking one, all or
-nothing), :mod:`.catalogue` (listing, finding, verifying, deleting and the retention) and
-:mod:`.restore` (stages' checkpoints from one).
+One module a part: what the driver needs lives in the contract
+(:mod:`streamops_contract.state.savepoints`: the manifest, a tree copied and hashed, taking
+one all or nothing); here, the operator's: :mod:`.catalogue` (listing, finding, verifying,
+deleting and the retention) and :mod:`.restore` (stages' checkpoints from one).
 """

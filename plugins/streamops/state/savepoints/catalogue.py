@@ -15,10 +15,10 @@ from streamops.exceptions import (
     SavepointNotFound,
     SavepointProtected,
 )
-from streamops.names import check_name
 from streamops.state.job_status import JobStatus
 from streamops.state.layout import StateLayout, read_json
-from streamops.state.savepoints.manifest import (
+from streamops_contract.names import check_name
+from streamops_contract.state.savepoints.manifest import (
     Manifest,
     SavepointInfo,
     check_files,
@@ -64,7 +64,7 @@ def list_savepoints(
             continue
         if job is None or m.job == job:
             infos.append(SavepointInfo(path.name, m.job, m.version, m.created_at, m.bytes,
-                                       tuple(sorted(m.stages)), path))  # fmt: skip
+                                       tuple(sorted(m.stages)), path, m.code))  # fmt: skip
     return sorted(infos, key=lambda i: (i.created_at, i.name), reverse=True)
 
 

@@ -20,8 +20,13 @@ from pathlib import Path
 from streamops.exceptions import SavepointError
 from streamops.state.layout import StateLayout
 from streamops.state.savepoints import catalogue
-from streamops.state.savepoints.copying import WRITABLE, Copied, copy_tree
-from streamops.state.savepoints.manifest import FileChecksum, Manifest, remove_tree, summary
+from streamops_contract.state.savepoints.copying import WRITABLE, Copied, copy_tree
+from streamops_contract.state.savepoints.manifest import (
+    FileChecksum,
+    Manifest,
+    remove_tree,
+    summary,
+)
 
 log = logging.getLogger(__name__)
 

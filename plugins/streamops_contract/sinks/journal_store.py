@@ -1,7 +1,7 @@
 """The ``transactions`` table and its event journal, and the ``transaction_log`` of the jobs.
 
 The operator tutorial's ``transaction`` map with an event journal, in a SQL store (SQLite by
-default, PostgreSQL by URL, through SQLAlchemy Core like :mod:`spark_jobs.sinks.store`):
+default, PostgreSQL by URL, through SQLAlchemy Core like :mod:`streamops_contract.sinks.store`):
 
 - ``transactions (id, amount, status, updated_at)``: the current value of each transaction;
 - ``transactions_journal (sequence, at, op, id, payload)``: every change of ``transactions``,
@@ -46,7 +46,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-from spark_jobs.sinks import store
+from streamops_contract.sinks import store
 
 DEFAULT_CAPACITY = 9000
 """Entries the journal holds, as the tutorial's ``event-journal`` capacity."""

@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamops.exceptions import SavepointError
-from streamops.state.checkpoint_cut import in_cut, versioned
-from streamops.state.savepoints.manifest import is_spark_temp, raise_error
+from streamops_contract.exceptions import SavepointError
+from streamops_contract.state.checkpoint_cut import in_cut, versioned
+from streamops_contract.state.savepoints.manifest import is_spark_temp, raise_error
 
 _CHUNK = 1 << 20
 READ_ONLY = 0o444
@@ -41,7 +41,7 @@ def copy_tree(
     """Copy every file of ``src`` into ``dst`` (which must not hold them yet), sorted by path.
 
     With ``cut``, only the files of the checkpoint as it was at committed ``batch``
-    (:mod:`streamops.state.checkpoint_cut`), while the query may go on writing: a file of
+    (:mod:`streamops_contract.state.checkpoint_cut`), while the query may go on writing: a file of
     some batch that vanished meanwhile was deleted by Spark's maintenance as too old and is
     left out (the state chain check then tells whether it was needed). Spark's temporary
     files are skipped. ``SavepointError`` names the file an ``OSError`` (a full disk, a

@@ -18,10 +18,10 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from streamops.exceptions import JobError
-from streamops.hosts import this_host
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
-from streamops.state.locks import file_lock
+from streamops_contract.exceptions import JobError
+from streamops_contract.hosts import this_host
+from streamops_contract.state.layout import StateLayout, read_json, write_json_atomic
+from streamops_contract.state.locks import file_lock
 
 DEFAULT_TTL = 20.0
 

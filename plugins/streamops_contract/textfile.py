@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamops.exceptions import ConfigError, UnreadableFile
+from streamops_contract.exceptions import ConfigError, UnreadableFile
 
 
 def decode(data: bytes, path: Path | str, what: str = "") -> str:

@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from streamops.exceptions import ConfigError, SavepointError, SavepointExists
-from streamops.names import check_name
-from streamops.state.checkpoint_cut import missing_state_versions
-from streamops.state.layout import StateLayout, write_json_atomic
-from streamops.state.savepoints.copying import READ_ONLY, copy_tree
-from streamops.state.savepoints.manifest import (
+from streamops_contract.exceptions import ConfigError, SavepointError, SavepointExists
+from streamops_contract.names import check_name
+from streamops_contract.state.checkpoint_cut import missing_state_versions
+from streamops_contract.state.layout import StateLayout, write_json_atomic
+from streamops_contract.state.savepoints.copying import READ_ONLY, copy_tree
+from streamops_contract.state.savepoints.manifest import (
     MANIFEST,
     ChecksumMode,
     FileChecksum,
@@ -30,13 +30,13 @@ from streamops.state.savepoints.manifest import (
     summary,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("streamops.state.savepoints.create")  # the savepoint store's log channel
 
 def create_savepoint(
     layout: StateLayout, name: str, *, job: str, version: str,
     stage_dirs: Mapping[str, Path], stage_entries: Mapping[str, dict[str, Any]],
     created_by: str | None = None, cancel: bool = False, from_savepoint: str | None = None,
-    checksum: ChecksumMode = "sha256",
+    checksum: ChecksumMode = "sha256", code: str | None = None,
 ) -> Manifest:  # fmt: skip
     """Save ``stage_dirs`` (paused at a batch boundary) as savepoint ``name``; all or nothing.
 
@@ -60,7 +60,7 @@ def create_savepoint(
             name=name, job=job, version=version, created_at=started, created_by=created_by,
             cancel=cancel, stages=stages, checksums=files, bytes=sum(f.bytes for f in files),
             files=len(files), from_savepoint=from_savepoint,
-            duration_s=round(time.time() - started, 3),
+            duration_s=round(time.time() - started, 3), code=code,
         )  # fmt: skip
         write_json_atomic(partial / MANIFEST, manifest.model_dump(mode="json"))
         # verify what a reader will read: the sizes (the digests are of the bytes copied;

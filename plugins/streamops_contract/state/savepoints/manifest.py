@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from streamops.exceptions import SavepointError
-from streamops.state.layout import read_json
+from streamops_contract.exceptions import SavepointError
+from streamops_contract.state.layout import read_json
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("streamops.state.savepoints.manifest")  # the savepoint store's log channel
 
 MANIFEST = "manifest.json"
 _CHUNK = 1 << 20
@@ -73,6 +73,7 @@ class Manifest(BaseModel):
     files: int = Field(ge=0)
     from_savepoint: str | None = None
     duration_s: float | None = None
+    code: str | None = None  # a job's own code it was taken with: its zip (``<job>-<hash>.zip``)
 
     def positions(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         """Per source id, ``(stage, committed offset)`` of every stage reading that source."""
@@ -95,6 +96,7 @@ class SavepointInfo:
     bytes: int
     stages: tuple[str, ...]
     path: Path
+    code: str | None = None
 
 
 def load_manifest(path: Path) -> Manifest:

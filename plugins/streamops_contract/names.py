@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from streamops.exceptions import UnsafeNameError
+from streamops_contract.exceptions import UnsafeNameError
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from streamops.exceptions import JobError
-from streamops.names import check_name
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops_contract.exceptions import JobError
+from streamops_contract.names import check_name
+from streamops_contract.state.layout import StateLayout, read_json, write_json_atomic
 
 log = logging.getLogger("streamops.state.control")
 

@@ -1,1 +1,0 @@
-"""Idempotent sinks of the jobs."""
