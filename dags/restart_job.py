@@ -11,7 +11,10 @@ Restart a job by hand, in one of two modes:
 
 "The same spec" is the spec of the job's last submission. Each task runs (or polls) one step
 of the ops library's procedure, whose intent `jobs/<job>/restart.json` is recorded before
-each destructive step: a retried task resumes, it never cancels or submits twice.
+each destructive step: a retried task resumes, it never cancels or submits twice. A step
+that fails before the job is stopped (its savepoint failed, a full disk say, and the driver
+runs on) closes that intent as failed, as the CLI does: the run fails saying the job still
+runs, and the next run begins afresh.
 """
 
 from __future__ import annotations

@@ -24,17 +24,31 @@ from typing import Any
 from airflow.sdk import TaskGroup, XComArg, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
-from streamops.exceptions import JobError
+from streamops.exceptions import JobError, StreamopsError
 from streamops.procedures import restart, savepoint_restart
 from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, SAVEPOINT_TIMEOUT
 from streamops.procedures.timeouts import STOP_SENSOR_TIMEOUT as STOP_TIMEOUT
 from streamops_airflow.exceptions import ProcedureFailed
-from streamops_airflow.procedure_tasks import StepSensor, job_step
+from streamops_airflow.procedure_tasks import StepSensor, job_step, this_run
 from streamops_airflow.sensors import JobHealthySensor
 
 log = logging.getLogger("streamops.airflow")
 
 FATAL = (JobError,)  # a job not running, a failed or unanswered savepoint, another run's intent
+
+
+def unchanged(mode: str) -> Any:
+    """The restart's failure policy (the CLI's, :func:`restart.closed_unchanged`) for a step
+    of ``mode`` before the job is stopped: one that failed having changed nothing (a failed
+    savepoint, the driver running on) closes the run's intent as failed (health then warns
+    and a new run begins afresh) and fails the task saying the job still runs."""
+
+    def policy(ops: Any, job: str, owner: str, exc: Exception) -> Exception | None:
+        if not isinstance(exc, StreamopsError):
+            return None
+        return restart.closed_unchanged(ops, job, owner, mode, exc)
+
+    return policy
 
 
 @task(retries=1)
@@ -49,7 +63,7 @@ def begin(ctx: dict[str, Any]) -> str:
 def request(ctx: dict[str, Any]) -> str:
     """Ask the driver for the savepoint with cancel; the request id."""
     intent = job_step(savepoint_restart.request_savepoint, ctx["job"], timeout=REQUEST_TIMEOUT,
-                      fatal=FATAL)  # fmt: skip
+                      fatal=FATAL, on_failure=unchanged("savepoint"))  # fmt: skip
     return str(intent.savepoint_cancel().request)
 
 
@@ -60,11 +74,13 @@ def savepoint_with_cancel(ctx: XComArg) -> TaskGroup:
         asked = request.override(task_id="request")(ctx)
         answered = StepSensor(
             task_id="wait_result", step=savepoint_restart.savepoint_answered, job=ctx["job"],
-            fatal=FATAL, timeout=SAVEPOINT_TIMEOUT, retries=0, poke_interval=1.0,
+            fatal=FATAL, on_failure=unchanged("savepoint"), timeout=SAVEPOINT_TIMEOUT,
+            retries=0, poke_interval=1.0,
         )  # fmt: skip
         stopped = StepSensor(
             task_id="wait_stopped", step=savepoint_restart.job_stopped, job=ctx["job"],
-            fatal=FATAL, timeout=STOP_TIMEOUT, retries=0, poke_interval=1.0,
+            fatal=FATAL, on_failure=unchanged("savepoint"), timeout=STOP_TIMEOUT, retries=0,
+            poke_interval=1.0,
         )  # fmt: skip
         begun >> asked >> answered >> stopped
     return group
@@ -93,12 +109,19 @@ def verify(ctx: XComArg, started: XComArg) -> TaskGroup:
 @task(trigger_rule="one_failed", retries=0)
 def rollback(ctx: dict[str, Any], start_task_id: str) -> None:
     """The started version is not healthy: fail the run with the reason (the savepoint is
-    kept to start from again)."""
+    kept to start from again). A restart closed as failed before it stopped the job says so
+    instead: nothing was changed."""
     from streamops_airflow import hooks
 
     if not ctx:
         raise AirflowSkipException("nothing to report: the run failed before it began")
     job, savepoint = ctx["job"], ctx["savepoint"]
+    intent = savepoint_restart.load_intent(hooks.ops_operations(), job)
+    if intent is not None and intent.closed_failed and intent.owner == this_run():
+        failure = (intent.failure or "?").splitlines()[0]
+        raise ProcedureFailed(f"the restart of {job} failed at {intent.failed_step}, having "
+                              f"changed nothing: the job still runs ({failure}); run "
+                              "restart_job again once the cause is fixed")  # fmt: skip
     driver = get_current_context()["ti"].xcom_pull(task_ids=start_task_id)
     registry = hooks.ops_operations().registry
     view = registry.view(job)
@@ -121,7 +144,7 @@ def done(ctx: dict[str, Any]) -> dict[str, Any]:
 @task(retries=0)
 def stop(ctx: dict[str, Any]) -> str | None:
     """Cancel the job if it still runs (no savepoint); nothing to do if it is dead."""
-    return job_step(restart.stop_for_restart, ctx["job"])
+    return job_step(restart.stop_for_restart, ctx["job"], on_failure=unchanged("last-checkpoint"))
 
 
 @task

@@ -19,6 +19,10 @@ from airflow.sdk import BaseSensorOperator, Context
 from streamops_airflow.exceptions import ProcedureFailed
 
 Step = Callable[..., Any]
+OnFailure = Callable[[Any, str, str, Exception], Exception | None]
+"""A job procedure's failure policy for a step that failed: ``(ops, job, owner, error)`` →
+the error to fail the task with instead (its intent closed), or ``None``."""
+Policy = Callable[[Any, Exception], Exception | None]
 
 
 def run_owner(context: Context | dict[str, Any]) -> str:
@@ -51,17 +55,21 @@ def last_task(context: Context | dict[str, Any]) -> bool:
 
 
 def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
-             job: str | None = None, **kwargs: Any) -> Any:  # fmt: skip
+             job: str | None = None, on_failure: Policy | None = None,
+             **kwargs: Any) -> Any:  # fmt: skip
     """``step(ops, *args, **kwargs)`` with this task's operations port, acting as this DAG
     run; with ``job``, holding that job's operation lease for the DAG run (taken by its first
     task, renewed by each, given up by its last task, :func:`last_task`, and by the DAG's
     callbacks, :func:`release_run_leases`). An
     error of ``fatal`` fails the task with its reason, without a retry; so does a job busy
     with another operation (``JobBusy``, naming its holder) or taken over by one while this
-    run was thought gone (``OperationLost``)."""
+    run was thought gone (``OperationLost``). A step that fails with another
+    :class:`StreamopsError` goes to ``on_failure(ops, error)`` first: what it returns fails
+    the task, without a retry (the CLI's failure policy, e.g. an intent closed as failed
+    having changed nothing)."""
     from airflow.sdk import get_current_context
 
-    from streamops.exceptions import JobBusy, OperationLost
+    from streamops.exceptions import JobBusy, OperationLost, StreamopsError
     from streamops.procedures.job_lease import acting_as, job_operation, note_step
     from streamops_airflow import hooks
 
@@ -74,16 +82,28 @@ def run_step(step: Step, *args: Any, fatal: tuple[type[Exception], ...] = (),
                 hold.enter_context(job_operation(ops, job, context["ti"].dag_id,
                                                  keep=not last_task(context)))  # fmt: skip
                 note_step(getattr(step, "__name__", str(step)))
-            return step(ops, *args, **kwargs)
+            try:
+                return step(ops, *args, **kwargs)
+            except StreamopsError as exc:
+                if on_failure is None or isinstance(exc, (JobBusy, OperationLost)):
+                    raise
+                instead = on_failure(ops, exc)
+                if instead is None:
+                    raise
+                raise ProcedureFailed(str(instead)) from exc
     except (JobBusy, OperationLost, *fatal) as exc:
         raise ProcedureFailed(str(exc)) from exc
 
 
 def job_step(step: Step, job: str, *args: Any, fatal: tuple[type[Exception], ...] = (),
-             **kwargs: Any) -> Any:  # fmt: skip
+             on_failure: OnFailure | None = None, **kwargs: Any) -> Any:  # fmt: skip
     """``step(ops, job, owner, ...)``: a step of a job's procedure, for this DAG run, which
     holds the job's operation lease."""
-    return run_step(step, job, this_run(), *args, fatal=fatal, job=job, **kwargs)
+    owner = this_run()
+    policy: Policy | None = None
+    if on_failure is not None:
+        policy = lambda ops, exc: on_failure(ops, job, owner, exc)  # noqa: E731
+    return run_step(step, job, owner, *args, fatal=fatal, job=job, on_failure=policy, **kwargs)
 
 
 def release_run_leases(context: Context | dict[str, Any]) -> None:
@@ -110,11 +130,12 @@ class StepSensor(BaseSensorOperator):
     template_fields: Sequence[str] = ("job",)
 
     def __init__(self, *, step: Step, job: str, fatal: tuple[type[Exception], ...] = (),
-                 **kwargs: Any) -> None:  # fmt: skip
+                 on_failure: OnFailure | None = None, **kwargs: Any) -> None:  # fmt: skip
         super().__init__(**kwargs)
         self.step = step
         self.job = job
         self.fatal = fatal
+        self.on_failure = on_failure
 
     def poke(self, context: Context) -> bool:
-        return bool(job_step(self.step, self.job, fatal=self.fatal))
+        return bool(job_step(self.step, self.job, fatal=self.fatal, on_failure=self.on_failure))

@@ -3,8 +3,9 @@
 Savepoint requests go first (a request with cancel stops its job before the deployment looks
 at it), then the deployments, each for up to ``MAX_STEPS`` decisions (a resumed action and the
 next one in the same pass). One pass runs at a time (``reconcile.lock``). The action is
-recorded in flight before it starts (:mod:`.inflight`) and cleared once it ended, so a pass
-killed at any point leaves either nothing to redo or an action that the next pass resumes.
+recorded in flight before it starts (:mod:`.inflight`, an intent like the procedures') and
+closed once it ended (done, or failed: as failed when it changed nothing), so a pass killed
+at any point leaves either nothing to redo or an action that the next pass resumes.
 An action that fails, with any exception, is recorded on the resource (its condition, and
 ``failed`` with the generation: the same generation is not tried again in a loop, a new apply
 is) and never stops the pass: the other resources are reconciled, and the pass reports every
@@ -210,7 +211,7 @@ def _act_on_deployment(ops: Operations, store: Store, applied: Applied, facts: D
             detail["spec_ran"] = facts.job.running_spec
         record = InFlight(DEPLOYMENT, dep.name, action.kind.value, applied.generation, detail)
         act.prepare(record, dep.name)
-        inflight.save(store, record)  # before acting: a killed pass resumes it
+        inflight.begin(store, record)  # before acting: a killed pass resumes it
     status.phase = _PROGRESS.get(record.action, status.phase)  # type: ignore[assignment]
     status.conditions = set_condition(status.conditions, "Progressing", True, record.action,
                                       action.reason)  # fmt: skip
@@ -224,7 +225,7 @@ def _act_on_deployment(ops: Operations, store: Store, applied: Applied, facts: D
     if record.action == "suspend" and record.detail.get("cause") == "delete":
         status.phase = "Deleting"
     store.save_status(DEPLOYMENT, dep.name, status)
-    inflight.clear(store, DEPLOYMENT, dep.name)
+    _close(store, record, outcome.failed)
     error = outcome.failed
     if error is not None and record.generation != gen:
         error = f"{record.action} for generation {record.generation} (now {gen}): {error}"
@@ -281,7 +282,7 @@ def _take(ops: Operations, store: Store, applied: Applied, record: InFlight | No
     assert isinstance(req, SavepointRequest)
     if record is None:
         record = InFlight(SAVEPOINT_REQUEST, req.name, "take-savepoint", applied.generation)
-        inflight.save(store, record)
+        inflight.begin(store, record)
     status.state = "InProgress"
     store.save_status(SAVEPOINT_REQUEST, req.name, status)
     error = None
@@ -298,8 +299,18 @@ def _take(ops: Operations, store: Store, applied: Applied, record: InFlight | No
         if req.cancel:
             _cancelled_by(store, req.job, req.name)
     store.save_status(SAVEPOINT_REQUEST, req.name, status)
-    inflight.clear(store, SAVEPOINT_REQUEST, req.name)
+    _close(store, record, error)
     return [(action.kind.value, status.message, error)]
+
+
+def _close(store: Store, record: InFlight, failure: str | None) -> None:
+    """The action ended: its record closed, as failed when it failed having changed nothing
+    (health shows it; the resource's status says the failure)."""
+    if failure is None:
+        inflight.done(store, record)
+    elif inflight.failed(store, record, failure):
+        log.warning("%s %s: %s failed having changed nothing: %s", record.kind, record.name,
+                    record.action, failure.splitlines()[0] if failure else "?")  # fmt: skip
 
 
 def _request_ended(status: Any, state: str, message: str) -> None:

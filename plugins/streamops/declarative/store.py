@@ -5,8 +5,8 @@
     <root>/declarative/deployments/<name>.status.json   its status
     <root>/declarative/savepoint-requests/<name>.json   a savepoint request, likewise
     <root>/declarative/savepoint-requests/<name>.status.json
-    <root>/declarative/inflight/                        the action each resource has in
-                                                         flight (:mod:`.inflight`)
+    <root>/declarative/inflight/<Kind>-<name>.json      the action each resource has in
+                                                         flight, an intent (:mod:`.inflight`)
     <root>/declarative/reconcile.lock                   one reconcile pass at a time
     <root>/declarative/store.lock                       one change of the resources at a time
 
@@ -40,6 +40,7 @@ from streamops.declarative.resources import (
 from streamops.declarative.status import DeploymentStatus, RequestStatus
 from streamops.exceptions import ConfigError, UnreadableFile
 from streamops.spec import validation_lines
+from streamops.state import intents
 from streamops.state.layout import StateLayout, write_json_atomic
 from streamops_contract.names import check_name
 from streamops_contract.state.locks import file_lock
@@ -78,6 +79,7 @@ class Unreadable:
 
 class Store:
     def __init__(self, layout: StateLayout) -> None:
+        self.layout = layout
         self.root = layout.root / "declarative"
 
     # --- paths -------------------------------------------------------------------------
@@ -90,12 +92,9 @@ class Store:
     def status_file(self, kind: str, name: str) -> Path:
         return self._dir(kind) / f"{check_name('resource', name)}.status.json"
 
-    @property
-    def inflight_dir(self) -> Path:
-        return self.root / "inflight"
-
     def inflight_file(self, kind: str, name: str) -> Path:
-        return self.inflight_dir / f"{kind}-{check_name('resource', name)}.json"
+        """The intent of the action in flight for the resource (:mod:`.inflight`)."""
+        return intents.KINDS["reconcile"].path(self.layout, intents.resource_key(kind, name))
 
     @property
     def lock_file(self) -> Path:

@@ -1,13 +1,16 @@
-"""Procedures in progress, as the health check sees them: gathered from their intent records,
-judged without I/O.
+"""Procedures in progress, as the health check sees them: gathered from the intent records
+under the state root, of every kind (:mod:`streamops.state.intents` lists them, without the
+module of each procedure), judged without I/O.
 
 A procedure that stops something records its intent before it acts (an upgrade
 ``jobs/<job>/upgrade.json``, a restart ``jobs/<job>/restart.json``, a cluster restart
-``<state>/cluster/intents/cluster-restart.json``, a scale ``<state>/cluster/intents/scale.json``).
-One whose intent is not finished was interrupted (its CLI killed, its DAG run's Airflow gone)
-or is running now: either way the jobs it stopped do not run, so health fails, naming the
-procedure, its owner, where it is, since when, and what resumes it (a procedure owned by a
-DAG run: its tasks to clear; by the CLI: the command whose re-run resumes it).
+``<state>/cluster/intents/cluster-restart.json``, a scale ``<state>/cluster/intents/scale.json``,
+the reconcile's action on a resource ``<state>/declarative/inflight/<Kind>-<name>.json``).
+One whose intent is not finished was interrupted (its CLI killed, its DAG run's Airflow gone,
+its reconcile pass killed) or is running now: either way the jobs it stopped do not run, so
+health fails, naming the procedure, its owner, where it is, since when, and what resumes it
+(a procedure owned by a DAG run: its tasks to clear; by the CLI: the command whose re-run
+resumes it; the reconcile's: its next pass). A reconcile action that stops no job warns.
 :func:`gather_procedures` reads them (the only I/O here) into :class:`ProcedureSeen` values;
 :func:`procedure_result` judges one.
 """
@@ -16,19 +19,21 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streamops.exceptions import StreamopsError
 from streamops.health.report import CheckResult, Level, ProcedureSeen
 from streamops.jobs import read_submissions
-from streamops.procedures import cluster_restart, restart, savepoint_restart, scale, upgrade_steps
-from streamops.procedures.savepoint_restart import JobRestart
 from streamops.settings import Settings
 from streamops.spec import load_spec
+from streamops.state.intents import IntentSeen, records
 
 log = logging.getLogger("streamops.health.procedures")
 CLOSED_SHOWN_S = 3600.0  # how long a procedure closed as failed is shown (a warning)
+
 
 def dag_run(owner: str) -> tuple[str, str] | None:
     """``(dag, run)`` of an owner ``airflow:<dag>/<run>``; ``None`` for any other owner."""
@@ -55,7 +60,8 @@ def procedure_result(proc: ProcedureSeen, now: float) -> CheckResult:
     """A procedure in progress fails health: what, who, where, since when, how to resume.
     One closed as failed having changed nothing warns: what failed, and that the job runs."""
     group = "cluster" if proc.job is None else "jobs"
-    name = f"procedure/{proc.kind}" + (f"/{proc.job}" if proc.job else "")
+    whose = proc.job or proc.key
+    name = f"procedure/{proc.kind}" + (f"/{whose}" if whose else "")
     if proc.closed:
         failure = (proc.failure or "?").splitlines()[0][:300]
         return CheckResult(group, name, Level.WARN, (
@@ -69,146 +75,176 @@ def procedure_result(proc: ProcedureSeen, now: float) -> CheckResult:
     message = (f"{proc.label} has not finished: owner {proc.owner}, phase {proc.phase} "
                f"(since {_when(proc.at)}){step}; begun {_when(proc.since)}, {age:.0f} s ago"
                f"{stopped}{failed}; resume: {proc.resume}")  # fmt: skip
-    return CheckResult(group, name, Level.FAIL, message)
+    return CheckResult(group, name, Level.FAIL if proc.fails else Level.WARN, message)
 
 
 # --- gathering (I/O) -------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Seen:
+    """What every kind's view of its record may look at beside the record."""
+
+    settings: Settings
+    expected_workers: int
+    cluster_restart_over: bool  # no cluster restart in progress
+
+
 def gather_procedures(settings: Settings, jobs: list[str], expected_workers: int) -> list[
     ProcedureSeen
 ]:  # fmt: skip
-    """Every unfinished procedure: the upgrades and restarts of ``jobs``, the cluster restart,
-    the scale (an intent record that cannot be read is logged and left out)."""
+    """Every unfinished procedure (and one lately closed as failed), of any kind: the
+    procedures of ``jobs``, the cluster's, the reconcile's actions (a record that cannot be
+    read is logged and left out)."""
+    found = records(settings.layout)
+    ctx = _Seen(settings, expected_workers, not any(
+        r.kind.name == "cluster-restart" and not r.finished for r in found))  # fmt: skip
     out: list[ProcedureSeen] = []
-    readers: list[tuple[str, str | None, Any]] = [
-        *((kind, job, fn) for job in jobs
-          for kind, fn in (("upgrade", _upgrade), ("restart", _restart))),
-        ("cluster-restart", None, _cluster_restart),
-        ("scale", None, _scale),
-    ]  # fmt: skip
-    for kind, job, read in readers:
-        try:
-            found = read(settings, job, expected_workers)
-        except (StreamopsError, TypeError, ValueError) as exc:
-            log.warning("the %s intent of %s cannot be read: %s", kind, job or "the cluster", exc)
+    for rec in found:
+        if not rec.kind.watched or (rec.job is not None and rec.job not in jobs):
             continue
-        if found is not None:
-            out.append(found)
+        try:
+            seen = _VIEWS.get(rec.kind.name, _generic)(ctx, rec)
+        except (StreamopsError, KeyError, TypeError, ValueError) as exc:
+            log.warning("the %s intent of %s cannot be read: %s", rec.kind.title,
+                        rec.key or "the cluster", exc)  # fmt: skip
+            continue
+        if seen is not None:
+            out.append(seen)
     return out
 
 
-def _upgrade(settings: Settings, job: str, _: int) -> ProcedureSeen | None:
-    intent = upgrade_steps.load_intent(settings, job)
-    if intent is None or intent.finished:
-        return None
-    names = [s.__name__ for s in upgrade_steps.STEPS]
-    resume = resume_by_dag(intent.owner) or (
-        f"`streamops upgrade {job} {_spec_file(settings, intent.new_spec, job, intent.to_version)}`"
-        " (the same spec resumes it as owner cli; it rolls back if the job does not become "
-        "healthy)"
-    )  # fmt: skip
+def _resume(owner: str, command: str, *, or_command: bool = False) -> str:
+    """The DAG run's tasks to clear (with ``or_command``: or the command too), else the
+    command."""
+    by_dag = resume_by_dag(owner)
+    if by_dag is None:
+        return command
+    return f"{by_dag}; or {command}" if or_command else by_dag
+
+
+def _upgrade(ctx: _Seen, rec: IntentSeen) -> ProcedureSeen | None:
+    d, job = rec.data, str(rec.job)
+    what = f"upgrade v{d['from_version']} → v{d['to_version']} (savepoint {d['savepoint']})"
+    command = (f"`streamops upgrade {job} "
+               f"{_spec_file(ctx.settings, d['new_spec'], job, d['to_version'])}` (the same "
+               "spec resumes it as owner cli; it rolls back if the job does not become "
+               "healthy)")  # fmt: skip
+    if rec.closed_failed or rec.finished:
+        return _closed(rec, what, _resume(rec.owner, command))
     return ProcedureSeen(
-        "upgrade", job, f"upgrade v{intent.from_version} → v{intent.to_version} (savepoint "
-        f"{intent.savepoint})", intent.owner, intent.phase,
-        next((n for n in names if n not in intent.done), None),
-        float(intent.times.get("plan", intent.at)), float(intent.at), resume,
-        stopped="request_savepoint" in intent.done or intent.phase == "savepoint-requested",
-        failure=intent.reason,
+        "upgrade", job, what, rec.owner, rec.phase, rec.next_step(), rec.since, rec.at,
+        _resume(rec.owner, command),
+        stopped="request_savepoint" in rec.done or rec.phase == "savepoint-requested",
+        failure=rec.failure,
     )  # fmt: skip
 
 
-def _restart(settings: Settings, job: str, expected_workers: int) -> ProcedureSeen | None:
-    intent = savepoint_restart.load_intent(settings, job)
-    if intent is None:
-        return None
-    if intent.mode == "last-checkpoint":
-        return _checkpoint_restart(settings, intent)
-    if intent.closed_failed:
-        return _closed(intent, f"{intent.purpose} from savepoint {intent.savepoint}",
-                       f"`streamops restart {job}`")  # fmt: skip
-    if intent.finished or (intent.owner == "cluster-restart" and _cluster_restart_over(settings)):
+def _restart(ctx: _Seen, rec: IntentSeen) -> ProcedureSeen | None:
+    d, job = rec.data, str(rec.job)
+    if d.get("mode") == "last-checkpoint":
+        return _checkpoint_restart(ctx, rec)
+    what = f"{d.get('purpose') or 'restart'} from savepoint {d.get('savepoint')}"
+    if rec.closed_failed or rec.finished:
+        return _closed(rec, what, f"`streamops restart {job}`")
+    if rec.owner == "cluster-restart" and ctx.cluster_restart_over:
         return None  # a rolled-back cluster restart started its jobs again on its own
-    names = [s.__name__ for s in savepoint_restart.STEPS]
-    resume = resume_by_dag(intent.owner) or {
-        "cli": f"`streamops restart {job} --savepoint {intent.savepoint}`",
-        "rebalance": f"`streamops scale --workers {expected_workers}` (its rebalance resumes "
-                     "this restart)",
+    resume = resume_by_dag(rec.owner) or {
+        "cli": f"`streamops restart {job} --savepoint {d.get('savepoint')}`",
+        "rebalance": f"`streamops scale --workers {ctx.expected_workers}` (its rebalance "
+                     "resumes this restart)",
         "cluster-restart": "the cluster restart (see its check): it restores this job",
-    }.get(intent.owner, f"the owner {intent.owner}")  # fmt: skip
-    return ProcedureSeen(
-        "restart", job, f"{intent.purpose} from savepoint {intent.savepoint}", intent.owner,
-        intent.phase, next((n for n in names if n not in intent.done), None),
-        float(intent.times.get("begin", intent.at)), float(intent.at), resume,
-        stopped="request_savepoint" in intent.done,
-    )  # fmt: skip
+    }.get(rec.owner, f"the owner {rec.owner}")  # fmt: skip
+    return ProcedureSeen("restart", job, what, rec.owner, rec.phase, rec.next_step("savepoint"),
+                         rec.since, rec.at, resume,
+                         stopped="request_savepoint" in rec.done)  # fmt: skip
 
 
-def _closed(intent: JobRestart, what: str, resume: str) -> ProcedureSeen | None:
-    """A restart closed as failed having changed nothing: shown (a warning) for an hour."""
-    if time.time() - intent.at > CLOSED_SHOWN_S:
+def _closed(rec: IntentSeen, what: str, resume: str) -> ProcedureSeen | None:
+    """A procedure closed as failed having changed nothing: shown (a warning) for an hour;
+    one finished otherwise: not shown."""
+    if not rec.closed_failed or time.time() - rec.at > CLOSED_SHOWN_S:
         return None
-    return ProcedureSeen("restart", intent.job, what, intent.owner, intent.phase,
-                         intent.failed_step, float(intent.times.get("begin", intent.at)),
-                         float(intent.at), resume, failure=intent.failure,
-                         closed=True)  # fmt: skip
+    return ProcedureSeen(rec.kind.name, rec.job, what, rec.owner, rec.phase, rec.failed_step,
+                         rec.since, rec.at, resume, failure=rec.failure, closed=True,
+                         key=None if rec.job else rec.key)  # fmt: skip
 
 
-def _cluster_restart_over(settings: Settings) -> bool:
-    intent = cluster_restart.load_intent(settings)
-    return intent is None or intent.finished
-
-
-def _checkpoint_restart(settings: Settings, intent: JobRestart) -> ProcedureSeen | None:
+def _checkpoint_restart(ctx: _Seen, rec: IntentSeen) -> ProcedureSeen | None:
     """A restart from the last checkpoint (``stop`` → ``resubmit`` → ``verify``), in progress
     until a driver is submitted after its last record (the job's own check judges the driver
     from then on; a replacement by the reconcile loop submits it itself)."""
-    job = intent.job
-    if intent.closed_failed:
-        return _closed(intent, "restart from the last checkpoint",
-                       f"`streamops restart {job} --mode last-checkpoint`")  # fmt: skip
-    if intent.finished or "resubmit" in intent.done:
-        return None
+    job = str(rec.job)
+    command = f"`streamops restart {job} --mode last-checkpoint`"
+    if rec.closed_failed or rec.finished or "resubmit" in rec.done:
+        return _closed(rec, "restart from the last checkpoint", command)
     if any(
-        s.get("event") == "submitted" and float(s.get("at") or 0) >= intent.at
-        for s in read_submissions(settings.layout.submissions_file(job))
+        s.get("event") == "submitted" and float(s.get("at") or 0) >= rec.at
+        for s in read_submissions(ctx.settings.layout.submissions_file(job))
     ):  # fmt: skip
         return None
-    resume = resume_by_dag(intent.owner) or f"`streamops restart {job} --mode last-checkpoint`"
-    names = [s.__name__ for s in restart.CHECKPOINT_STEPS]
-    return ProcedureSeen("restart", job, "restart from the last checkpoint", intent.owner,
-                         intent.phase, next((n for n in names if n not in intent.done), None),
-                         float(intent.times.get("begin", intent.at)), intent.at, resume,
-                         stopped=intent.phase == "cancel" or "stop" in intent.done)  # fmt: skip
+    return ProcedureSeen("restart", job, "restart from the last checkpoint", rec.owner,
+                         rec.phase, rec.next_step("last-checkpoint"), rec.since, rec.at,
+                         _resume(rec.owner, command),
+                         stopped=rec.phase == "cancel" or "stop" in rec.done)  # fmt: skip
 
 
-def _cluster_restart(settings: Settings, _job: None, _workers: int) -> ProcedureSeen | None:
-    intent = cluster_restart.load_intent(settings)
-    if intent is None or intent.finished:
-        return None
-    command = (f"`streamops cluster restart --release {intent.release_to}` (resumes it; a "
+def _cluster_restart(ctx: _Seen, rec: IntentSeen) -> ProcedureSeen | None:
+    d = rec.data
+    command = (f"`streamops cluster restart --release {d['release_to']}` (resumes it; a "
                "failure rolls back)")  # fmt: skip
-    by_dag = resume_by_dag(intent.owner)
-    resume = f"{by_dag}; or {command}" if by_dag else command
-    at = float(intent.steps[-1]["at"]) if intent.steps else intent.started_at
+    what = (f"cluster restart {d.get('release_from') or 'none'} → {d['release_to']} (jobs "
+            f"{', '.join(sorted(d.get('savepoints') or {})) or 'none'})")  # fmt: skip
+    if rec.closed_failed or rec.finished:
+        return _closed(rec, what, _resume(rec.owner, command, or_command=True))
+    steps = d.get("steps") or []
+    at = float(steps[-1]["at"]) if steps else rec.since
+    return ProcedureSeen("cluster-restart", None, what, rec.owner, rec.phase, None, rec.since,
+                         at, _resume(rec.owner, command, or_command=True),
+                         stopped=bool(d.get("saved")), failure=rec.failure)  # fmt: skip
+
+
+def _scale(ctx: _Seen, rec: IntentSeen) -> ProcedureSeen | None:
+    workers = rec.data["workers"]
+    what, command = f"scale to {workers} worker(s)", f"`streamops scale --workers {workers}`"
+    if rec.closed_failed or rec.finished:
+        return _closed(rec, what, _resume(rec.owner, command, or_command=True))
+    return ProcedureSeen("scale", None, what, rec.owner, rec.phase, rec.next_step(), rec.since,
+                         rec.at, _resume(rec.owner, command, or_command=True),
+                         failure=rec.failure)  # fmt: skip
+
+
+def _reconcile(ctx: _Seen, rec: IntentSeen) -> ProcedureSeen | None:
+    """The reconcile's action on a resource: resumed by the next pass. It fails health once
+    it asked a savepoint with cancel (the job stops; the procedures it runs have their own
+    records), else it warns."""
+    d = rec.data
+    what = (f"reconcile action {d['action']} of {d['kind']}/{d['name']} (generation "
+            f"{d.get('generation')})")  # fmt: skip
+    if rec.closed_failed or rec.finished:
+        return _closed(rec, what, f"apply {d['kind']}/{d['name']} again (a new generation is "
+                                  "tried: `streamops apply`)")  # fmt: skip
+    cancel = (d.get("detail") or {}).get("cancel") or {}
     return ProcedureSeen(
-        "cluster-restart", None, f"cluster restart {intent.release_from or 'none'} → "
-        f"{intent.release_to} (jobs {', '.join(sorted(intent.savepoints)) or 'none'})",
-        intent.owner, intent.phase, None, intent.started_at, at, resume,
-        stopped=bool(intent.saved), failure=intent.reason,
+        "reconcile", None, what, rec.owner, rec.phase, None, rec.since, rec.at,
+        "the next reconcile pass resumes it first (the reconcile DAG on its schedule, or "
+        "`streamops reconcile`)", key=rec.key,
+        fails=bool(cancel.get("cancel") and cancel.get("request")),
     )  # fmt: skip
 
 
-def _scale(settings: Settings, _job: None, _workers: int) -> ProcedureSeen | None:
-    intent = scale.load_intent(settings)
-    if intent is None or intent.finished:
-        return None
-    command = f"`streamops scale --workers {intent.workers}`"
-    by_dag = resume_by_dag(intent.owner)
-    resume = f"{by_dag}; or {command}" if by_dag else command
-    return ProcedureSeen(
-        "scale", None, f"scale to {intent.workers} worker(s)", intent.owner, intent.phase,
-        next((s for s in scale.SCALE_STEPS if s not in intent.done), None),
-        intent.started_at, intent.at, resume, failure=intent.reason,
-    )  # fmt: skip
+def _generic(ctx: _Seen, rec: IntentSeen) -> ProcedureSeen | None:
+    """A kind without a view of its own: its title, where it is, and its owner to resume."""
+    if rec.closed_failed or rec.finished:
+        return _closed(rec, rec.kind.title, f"the owner {rec.owner}")
+    return ProcedureSeen(rec.kind.name, rec.job, rec.kind.title, rec.owner, rec.phase,
+                         rec.next_step(), rec.since, rec.at,
+                         resume_by_dag(rec.owner) or f"the owner {rec.owner}",
+                         failure=rec.failure, key=None if rec.job else rec.key)  # fmt: skip
+
+
+_VIEWS: dict[str, Callable[[_Seen, IntentSeen], ProcedureSeen | None]] = {
+    "upgrade": _upgrade, "restart": _restart, "cluster-restart": _cluster_restart,
+    "scale": _scale, "reconcile": _reconcile,
+}  # fmt: skip
 
 
 def _spec_file(settings: Settings, spec: dict[str, Any], job: str, version: str) -> str:

@@ -215,8 +215,8 @@ class SinkSeen:
 class ProcedureSeen:
     """One unfinished procedure (or one lately closed as failed), from its intent record."""
 
-    kind: str  # upgrade | restart | cluster-restart | scale
-    job: str | None  # None: the whole cluster
+    kind: str  # upgrade | restart | cluster-restart | scale | reconcile (any intent's kind)
+    job: str | None  # None: the whole cluster (or a declarative resource: ``key``)
     what: str  # "upgrade v1 → v2 (savepoint …)"
     owner: str  # cli, rebalance, cluster-restart, airflow:<dag>/<run>
     phase: str
@@ -227,6 +227,8 @@ class ProcedureSeen:
     stopped: bool = False  # it has stopped the job (a savepoint with cancel was requested)
     failure: str | None = None
     closed: bool = False  # closed as failed by a step that changed nothing: nothing to resume
+    key: str | None = None  # whose record it is when no job's (a resource's ``<Kind>-<name>``)
+    fails: bool = True  # unfinished, it fails health (else it warns: it stops no job)
 
     @property
     def label(self) -> str:

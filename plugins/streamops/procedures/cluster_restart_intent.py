@@ -61,8 +61,7 @@ class RestartIntent(StepRecord):
         return any(step.get("phase") == phase for step in self.steps)
 
 
-STORE = IntentStore(RestartIntent, OPERATION, title="cluster restart", error=ClusterRestartFailed,
-                    cluster=True, history=True,
+STORE = IntentStore(RestartIntent, OPERATION, error=ClusterRestartFailed, history=True,
                     describe=lambda i: f"cluster restart to {i.release_to} ({i.path})")  # fmt: skip
 
 

@@ -40,13 +40,7 @@ class DeployIntent(StepRecord):
     driver: str | None = None
 
 
-def _migrate(data: dict[str, Any], job: str | None) -> dict[str, Any]:
-    """An older record (``{"phase": "submit", "at", "version", "owner"}``) is the same
-    intent without its spec and driver."""
-    return {"job": job, "owner": data.get("owner") or CLI_OWNER, **data}
-
-
-STORE = IntentStore(DeployIntent, "deploy", first="submit", error=JobError, migrate=_migrate,
+STORE = IntentStore(DeployIntent, "deploy", error=JobError,
                     describe=lambda i: f"deploy of {i.job} v{i.version}")  # fmt: skip
 
 

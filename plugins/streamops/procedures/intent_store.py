@@ -3,11 +3,12 @@
 An intent is a dataclass of :class:`StepRecord` (what the procedure is about to do, the
 steps done, who owns it), written before each destructive step and after it, so a retried
 step (an Airflow task retry, a re-run CLI command) resumes instead of repeating harm. One
-:class:`IntentStore` per procedure says where its record lives (``jobs/<job>/<name>.json``,
-or ``<state>/cluster/intents/<name>.json`` for the cluster's) and does the rest: ``load``
-(an older layout on disk is migrated), ``save``, ``resume`` (the owner's intent and whether
-a step is still to do), ``done``, ``owned`` and ``fail`` (a step that failed having changed
-nothing closes its intent as failed: finished, nothing to resume, the failure kept for health).
+:class:`IntentStore` per kind of intent (registered in :mod:`streamops.state.intents`, which
+says where its records live and how an older layout reads: any reader lists them from there)
+does the rest: ``load`` (an older layout on disk is migrated), ``save``, ``resume`` (the
+owner's intent and whether a step is still to do), ``done``, ``owned`` and ``fail`` (a step
+that failed having changed nothing closes its intent as failed: finished, nothing to resume,
+the failure kept for health).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from streamops.exceptions import StreamopsError
-from streamops.state.layout import StateLayout, read_json, write_json_atomic
+from streamops.state import intents
+from streamops.state.layout import StateLayout, write_json_atomic
 
 log = logging.getLogger("streamops.procedures.intents")
 
@@ -52,7 +54,7 @@ class StepRecord(StepLog):
     procedure needs by value."""
 
     FINISHED: ClassVar[tuple[str, ...]] = ("done",)
-    FAILED: ClassVar[str] = "failed"  # closed by a step that failed having changed nothing
+    FAILED: ClassVar[str] = intents.FAILED  # closed by a step that failed having changed nothing
 
     phase: str = "new"
     at: float = field(default_factory=time.time)  # when ``phase`` was recorded
@@ -67,13 +69,17 @@ class StepRecord(StepLog):
     def closed_failed(self) -> bool:
         return self.phase == self.FAILED
 
+    @property
+    def key(self) -> str | None:
+        """Whose record it is: the job (``None``: the cluster's)."""
+        return getattr(self, "job", None)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 Intent = TypeVar("Intent", bound=StepRecord)
 Record = TypeVar("Record")
-Migrate = Callable[[dict[str, Any], str | None], dict[str, Any] | None]
 
 
 def from_dict(kind: type[Record], data: dict[str, Any]) -> Record:
@@ -85,46 +91,40 @@ def from_dict(kind: type[Record], data: dict[str, Any]) -> Record:
 class IntentStore(Generic[Intent]):
     """Where ``kind``'s intents live, and how a step resumes from one.
 
-    ``name``: the record's file name (``upgrade`` → ``jobs/<job>/upgrade.json``; with
-    ``cluster``, ``<state>/cluster/intents/<name>.json``); ``title``: the procedure in
-    messages; ``first``: the step that records one; ``error``: what a step that cannot go
-    on raises; ``migrate``: an older layout's record → this one's (``None``: not one of
-    ours); ``history``: also append every save to the intent's ``steps``."""
+    ``name``: the kind registered in :data:`streamops.state.intents.KINDS` (its scope, title,
+    first step, finished phases and migration of an older layout); ``error``: what a step
+    that cannot go on raises; ``history``: also append every save to the intent's ``steps``."""
 
     def __init__(
-        self, kind: type[Intent], name: str, *, title: str | None = None, first: str = "begin",
-        error: type[StreamopsError] = StreamopsError, cluster: bool = False,
-        migrate: Migrate | None = None, describe: Callable[[Intent], str] | None = None,
-        history: bool = False,
+        self, kind: type[Intent], name: str, *, error: type[StreamopsError] = StreamopsError,
+        describe: Callable[[Intent], str] | None = None, history: bool = False,
     ) -> None:  # fmt: skip
-        self.kind, self.name, self.title = kind, name, title or name
-        self.first, self.error, self.cluster = first, error, cluster
-        self.migrate, self.history = migrate, history
+        registered = intents.KINDS[name]
+        if set(kind.FINISHED) != set(registered.finished):
+            raise AssertionError(f"{kind.__name__}.FINISHED {kind.FINISHED} is not the "
+                                 f"registered {name} intent's {registered.finished}")
+        self.kind, self.name, self.registered = kind, name, registered
+        self.title, self.first = registered.title, registered.first
+        self.error, self.history = error, history
         self.describe = describe or (
-            lambda intent: f"{self.title} of {_key(intent) or 'the cluster'}")
+            lambda intent: f"{self.title} of {intent.key or 'the cluster'}")
 
     def path(self, layout: StateLayout, key: str | None = None) -> Path:
-        if self.cluster:
-            return layout.intent_file(self.name)
-        assert key is not None, f"the {self.title}'s intent is a job's"
-        return layout.intent_record(key, self.name)
+        return self.registered.path(layout, key)
 
     def read(self, world: HasLayout, key: str | None = None) -> dict[str, Any]:
-        """The record as it is on disk (``{}``: none)."""
-        data = read_json(self.path(world.layout, key))
-        return data if isinstance(data, dict) else {}
+        """The record as it is on disk, an older layout migrated (``{}``: none)."""
+        return intents.read(world.layout, self.registered, key)
 
     def load(self, world: HasLayout, key: str | None = None) -> Intent | None:
         data = self.read(world, key)
-        if data and self.migrate is not None:
-            data = self.migrate(data, key) or {}
         return from_dict(self.kind, data) if data else None
 
     def save(self, world: HasLayout, intent: Intent, phase: str, **detail: Any) -> None:
         intent.phase, intent.at = phase, _now(world)
         if self.history:
             intent.steps.append({"phase": phase, "at": intent.at, **detail})
-        write_json_atomic(self.path(world.layout, _key(intent)), intent.to_dict())
+        write_json_atomic(self.path(world.layout, intent.key), intent.to_dict())
         extra = ", ".join(f"{k} {v}" for k, v in detail.items() if k not in ("reason", "failure"))
         log.info("%s: %s%s", self.describe(intent), phase, f" ({extra})" if extra else "")
 
@@ -181,7 +181,3 @@ def _now(world: HasLayout) -> float:
     """The time by the port's clock (the settings alone: the system's)."""
     clock = getattr(world, "clock", None)
     return float(clock.time()) if clock is not None else time.time()
-
-
-def _key(intent: StepRecord) -> str | None:
-    return getattr(intent, "job", None)

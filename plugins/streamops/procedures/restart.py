@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from streamops.exceptions import ConfigError, JobError, StreamopsError
 from streamops.procedures import savepoint_restart
@@ -35,8 +35,8 @@ from streamops.spec import spec_from_dict
 
 log = logging.getLogger("streamops.procedures.restart")
 
-__all__ = ["CHECKPOINT_STEPS", "MODES", "RestartOutcome", "check_mode", "restart_job",
-           "restart_savepoint_name", "resubmit", "stop_for_restart"]  # fmt: skip
+__all__ = ["CHECKPOINT_STEPS", "MODES", "RestartOutcome", "check_mode", "closed_unchanged",
+           "restart_job", "restart_savepoint_name", "resubmit", "stop_for_restart"]  # fmt: skip
 
 CLI_OWNER = "cli"
 RestartMode = Literal["savepoint", "last-checkpoint"]
@@ -133,23 +133,41 @@ def restart_job(
         return _restart(ops, job, mode, savepoint, health_timeout, owner)
 
 
+def _steps(mode: RestartMode) -> tuple[tuple[Any, ...], str]:
+    """The steps of ``mode``, and the one after which the job is stopped."""
+    if mode == "savepoint":
+        return savepoint_restart.STEPS, "job_stopped"
+    return CHECKPOINT_STEPS, "stop"
+
+
+def closed_unchanged(ops: Operations, job: str, owner: str, mode: str,
+                     exc: StreamopsError) -> JobError | None:  # fmt: skip
+    """The failure policy of a restart's step that failed (the CLI's and the ``restart_job``
+    DAG's tasks): before the job was stopped (the savepoint failed, a full disk say, and the
+    driver runs on) ``owner``'s intent is closed as failed, and the error to raise says the
+    job runs on; else ``None`` (the intent stays, to be resumed)."""
+    steps, stopped = _steps(check_mode(mode))
+    names = tuple(step_name(s) for s in steps)
+    running = savepoint_restart.close_if_unchanged(ops, job, owner, str(exc), names, stopped)
+    if running is None:
+        return None
+    return JobError(f"restart of {job} ({mode}) failed: {exc}; nothing was changed: the job "
+                    f"still runs (driver {running})")  # fmt: skip
+
+
 def _restart(ops: Operations, job: str, mode: RestartMode, savepoint: str | None,
              health_timeout: float, owner: str) -> RestartOutcome:  # fmt: skip
     """The restart's steps, its operation lease held."""
     if mode == "savepoint":
         savepoint_restart.begin(ops, job, owner, savepoint=savepoint)
-        steps, stopped = savepoint_restart.STEPS, "job_stopped"
-    else:
-        steps, stopped = CHECKPOINT_STEPS, "stop"
+    steps, stopped = _steps(mode)
 
     def kept(exc: StreamopsError) -> None:
         """The failure policy: a step that failed before the job was stopped closes the
         intent as failed (the job runs on); once the job is stopped, say what is kept."""
-        names = tuple(step_name(s) for s in steps)
-        running = savepoint_restart.close_if_unchanged(ops, job, owner, str(exc), names, stopped)
-        if running is not None:
-            raise JobError(f"restart of {job} ({mode}) failed: {exc}; nothing was changed: "
-                           f"the job still runs (driver {running})") from exc  # fmt: skip
+        closed = closed_unchanged(ops, job, owner, mode, exc)
+        if closed is not None:
+            raise closed from exc
         now = STORE.load(ops, job)
         if now is None or stopped not in now.done:
             return

@@ -84,30 +84,8 @@ class JobRestart(StepRecord):
 
 SavepointRestart = JobRestart  # its name while it held the savepoint mode alone
 
-_CHECKPOINT_DONE = {"cancel": ["begin"], "resubmit": ["begin", "stop"],
-                    "done": ["begin", "stop", "resubmit", "verify"]}  # fmt: skip
-
-
-def _migrate(data: dict[str, Any], job: str | None) -> dict[str, Any] | None:
-    """Records of the older layout: a restart from the last checkpoint was an untyped record
-    (``phase`` cancel | resubmit | done, ``driver_id``, ``version``, ``owner``, no spec);
-    it becomes this schema (its spec, unknown, is read again when it resubmits)."""
-    if data.get("mode") == "last-checkpoint" and "spec" not in data:
-        phase = str(data.get("phase") or "cancel")
-        return {"job": job, "owner": data.get("owner") or "cli", "purpose": "restart",
-                "mode": "last-checkpoint", "spec": {}, "version": str(data.get("version") or ""),
-                "stopped_driver": data.get("driver_id"), "new_driver": data.get("new_driver"),
-                "phase": phase, "done": _CHECKPOINT_DONE.get(phase, ["begin"]),
-                "at": float(data.get("at") or 0),
-                "times": {"begin": float(data.get("at") or 0)}}  # fmt: skip
-    if "spec" not in data or ("cancel" not in data and data.get("mode") != "last-checkpoint"):
-        return None
-    return {"job": job, **data}
-
-
 STORE = IntentStore(
-    JobRestart, PROCEDURE, title="restart", first="begin", error=RestartFailed,
-    migrate=_migrate, describe=lambda i: (
+    JobRestart, PROCEDURE, error=RestartFailed, describe=lambda i: (
         f"{i.purpose} of {i.job} from savepoint {i.savepoint}" if i.mode == "savepoint"
         else f"{i.purpose} of {i.job} from its last checkpoint"),
 )  # fmt: skip

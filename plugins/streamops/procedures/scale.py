@@ -180,11 +180,7 @@ class ScaleIntent(StepRecord):
         return ScaleResult(tuple(self.started), tuple(self.removed), tuple(self.running))
 
 
-def _migrate(data: dict[str, object], key: str | None) -> dict[str, object] | None:
-    return data if "workers" in data and "owner" in data else None
-
-
-STORE = IntentStore(ScaleIntent, OPERATION, error=ClusterError, cluster=True, migrate=_migrate,
+STORE = IntentStore(ScaleIntent, OPERATION, error=ClusterError,
                     describe=lambda i: f"scale to {i.workers} worker(s) ({i.owner})")  # fmt: skip
 
 

@@ -94,14 +94,8 @@ class UpgradeIntent(StepRecord):
                                handover=bool(self.handover), driver=self.old_driver)  # fmt: skip
 
 
-def _migrate(data: dict[str, Any], job: str | None) -> dict[str, Any] | None:
-    """A record of an earlier format (no ``new_spec``: before the spec was kept by value)
-    cannot be resumed: none."""
-    return data if "new_spec" in data else None
-
-
 STORE = IntentStore(
-    UpgradeIntent, PROCEDURE, first="plan", error=UpgradeFailed, migrate=_migrate,
+    UpgradeIntent, PROCEDURE, error=UpgradeFailed,
     describe=lambda i: f"upgrade of {i.job} v{i.from_version} → v{i.to_version}",
 )  # fmt: skip
 FINISHED = UpgradeIntent.FINISHED

@@ -109,3 +109,33 @@ def _poke_until_done(step: str) -> None:
         if sensor(step).poke({}):  # type: ignore[arg-type]
             return
     raise AssertionError(f"{step} never done")
+
+
+def test_a_run_whose_savepoint_fails_closes_its_intent_as_failed(cluster: FakeCluster) -> None:
+    """The savepoint failed (a full disk) and the driver ran on: the run's intent is closed as
+    failed, by the policy the CLI applies, not left at savepoint-requested (health said the
+    job was stopped, `up` would not submit it, and the next run resumed a dead savepoint)."""
+    from streamops.health.procedures import gather_procedures, procedure_result
+    from streamops_airflow.exceptions import ProcedureFailed
+
+    cluster.savepoint_error = "savepoint sp-dag failed: [Errno 28] No space left on device"
+    groups.begin.function(CTX)
+    groups.request.function(CTX)
+    wait = dag_tasks("restart_job")["savepoint_with_cancel.wait_result"]
+    wait.job = JOB  # rendered from the run's context by Airflow
+    with pytest.raises(ProcedureFailed) as failed:
+        for _ in range(5):
+            wait.poke({})
+    assert "No space left on device" in str(failed.value)
+    assert "nothing was changed: the job still runs (driver driver-1)" in str(failed.value)
+    assert cluster.driver == "driver-1" and cluster.submitted == 0
+    intent = savepoint_restart.load_intent(cluster.settings, JOB)
+    assert intent is not None and intent.owner == OWNER
+    assert (intent.phase, intent.failed_step) == ("failed", "savepoint_answered")
+    assert "No space left on device" in str(intent.failure)
+    (seen,) = gather_procedures(cluster.settings, [JOB], 1)
+    result = procedure_result(seen, seen.at + 60)
+    assert result.level == "warn" and "still runs" in result.message
+    with pytest.raises(ProcedureFailed) as said:  # the run's last word: what failed, not health
+        groups.rollback.function(CTX, "start_same_version")
+    assert "having changed nothing: the job still runs" in str(said.value)
