@@ -22,6 +22,7 @@ SCRIPT = Path(__file__).with_name("op_lease_cli.py")
 class Operator:
     proc: subprocess.Popen[str]
     gate: Path
+    err: Path  # the terminal's stderr, as it is written
     started: float = field(default_factory=time.monotonic)
 
     def wait_at_submit(self, timeout: float = 30.0) -> None:
@@ -29,15 +30,25 @@ class Operator:
         deadline = time.monotonic() + timeout
         while not self.gate.with_suffix(".reached").exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                out, err = self.proc.communicate(timeout=5)
-                raise AssertionError(f"operator ended before its submit step: {err}")
+                self.proc.communicate(timeout=5)
+                raise AssertionError("operator ended before its submit step: "
+                                     f"{self.err.read_text(encoding='utf-8')}")  # fmt: skip
             time.sleep(0.02)
+
+    def wait_said(self, words: str, timeout: float = 30.0) -> None:
+        """Until the terminal's stderr says ``words`` (e.g. that it queues)."""
+        deadline = time.monotonic() + timeout
+        while words not in self.err.read_text(encoding="utf-8"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"operator did not say {words!r}: "
+                                     f"{self.err.read_text(encoding='utf-8')}")  # fmt: skip
+            time.sleep(0.05)
 
     def finish(self, timeout: float = 60.0) -> tuple[int, str]:
         """Open the gate; the exit code and the terminal's stderr."""
         self.gate.touch()
-        _, err = self.proc.communicate(timeout=timeout)
-        return self.proc.returncode, err
+        self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, self.err.read_text(encoding="utf-8")
 
 
 def gate_path(root: Path, name: str) -> Path:
@@ -49,11 +60,13 @@ def start(root: Path, name: str, *verb: str, stopped: bool = False) -> Operator:
     gate = gate_path(root, name)
     flags = ["--stopped"] if stopped else []
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(root), str(gate), *flags, "--", *verb],
-        cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    return Operator(proc, gate)
+    err = root / f"stderr-{name}-{time.monotonic_ns()}.txt"
+    with err.open("w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, str(SCRIPT), str(root), str(gate), *flags, "--", *verb],
+            cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=sink, text=True,
+        )  # fmt: skip
+    return Operator(proc, gate, err)
 
 
 def run(root: Path, name: str, *verb: str, stopped: bool = False,

@@ -56,8 +56,8 @@ def test_wait_queues_behind_the_holder(tmp_path: Path) -> None:
         operators.gate_path(tmp_path, "second").touch()
         second = operators.start(tmp_path, "second", *RESTART, "--wait", "60")
         with operators.stopped_at_the_end(second):
-            time.sleep(1.5)
-            assert second.proc.poll() is None  # queued, not refused
+            second.wait_said("waiting up to")  # queued, not refused (however slow its start)
+            assert second.proc.poll() is None
             assert first.finish()[0] == 0
             code, err = second.finish()
     assert code == 0, err
