@@ -17,7 +17,7 @@ from typing import Any
 
 from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
 from streamops.cluster.worker_names import WorkerNames, worker_names
-from streamops.exceptions import JobError, JobNotFound, StreamopsError
+from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound, StreamopsError
 from streamops.job_drivers import drivers_of, recorded_ids, warm_standbys
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.settings import Settings
@@ -78,6 +78,16 @@ class JobRegistry:
     def list(self) -> list[JobView]:
         master = self.client.state()
         return [self._view(n, master) for n in self.names()]
+
+    def seen(self) -> tuple[list[JobView], dict[str, Any] | None]:
+        """Every job and the master's document, through the master if it answers; else each
+        job as the state root alone shows it (a driver runs on while the master is away),
+        and ``None``. The one place the master-down fallback is written."""
+        try:
+            master = self.client.state()
+        except ClusterNotRunning:
+            return [self.view_from_state(n) for n in self.names()], None
+        return [self._view(n, master) for n in self.names()], master
 
     def view_from_state(self, name: str) -> JobView:
         """The job as the state root alone shows it, for when the master does not answer: live

@@ -4,7 +4,7 @@ The figures are the ones ``streamops jobs``, ``streamops health`` and ``list-sna
 (the job registry, ``status.json``, the source probes of :mod:`streamops.health.source_probes`, the
 savepoint manifests, the health history), gathered once per request so that the jobs panel and
 ``/metrics`` cannot disagree. The master may be down: the jobs are then judged from the state
-root alone (:meth:`JobRegistry.view_from_state`), as the health check does.
+root alone (:meth:`JobRegistry.seen`), as the health check does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from streamops.exceptions import ClusterNotRunning
 from streamops.health.report import read_history
 from streamops.health.source_probes import Prober, stage_offsets
 from streamops.jobs import JobRegistry, JobView, spec_args
@@ -135,11 +134,7 @@ class FleetStore:
 def job_views(settings: Settings) -> list[JobView]:
     """Every job of the state root, through the master if it answers, else from the state
     root (a driver keeps running while the master is away)."""
-    registry = JobRegistry(settings)
-    try:
-        return registry.list()
-    except ClusterNotRunning:
-        return [registry.view_from_state(name) for name in registry.names()]
+    return JobRegistry(settings).seen()[0]
 
 
 def _sources(

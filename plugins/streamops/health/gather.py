@@ -19,11 +19,10 @@ from typing import Any
 
 from streamops.cluster import daemons
 from streamops.cluster.capacity import Need
-from streamops.cluster.client import MasterClient
 from streamops.cluster.profile import ClusterProfile
 from streamops.cluster.status import ClusterStatus, build_status
 from streamops.cluster.worker_names import started_addresses
-from streamops.exceptions import ClusterNotRunning, Unhealthy
+from streamops.exceptions import Unhealthy
 from streamops.health.daemons import gather_daemons
 from streamops.health.procedures import gather_procedures
 from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
@@ -93,20 +92,13 @@ def gather(
     procedure stopped), and what the groups need besides (workers, source probes, stores).
     The only I/O of a health run."""
     wanted = set(groups)
-    client = MasterClient(settings)
-    try:
-        master: dict[str, Any] | None = client.state()
-    except ClusterNotRunning:
-        master = None
     layout = settings.layout
-    registry = JobRegistry(settings, client)
-    known = set(registry.names())
+    registry = JobRegistry(settings)
+    listed, master = registry.seen()  # master down: the jobs as the state root shows them
+    views = {v.name: v for v in listed}
+    known = set(views)
     expected = expected_workers(settings, thresholds)
     procedures = gather_procedures(settings, sorted(known), expected)
-    if master is not None:
-        views = {v.name: v for v in registry.list()}
-    else:  # the jobs may well run on: judge them from the state root (lease, status)
-        views = {n: registry.view_from_state(n) for n in sorted(known)}
     # expected to run besides the declared jobs: those a procedure in progress stopped, and
     # those running (whatever their last submission event says, e.g. a killed standby's)
     busy = {p.job for p in procedures if p.job and not p.closed}
