@@ -20,6 +20,7 @@ from support.chaos.actions import Action, Inflicted
 from support.chaos.airflow_fault import airflow_db_killed
 from support.chaos.handover_fault import master_mid_handover, node_mid_handover
 from support.chaos.judge import loss_problems
+from support.chaos.two_job_faults import both_drivers_node, worker_jvm
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
 from support.faults import (
     driver_jvm_pid,
@@ -322,11 +323,19 @@ def _two_workers(world: ChaosWorld) -> bool:
     return len(_alive(world)) >= 2
 
 
+def _room_for_both(world: ChaosWorld) -> bool:
+    """A node lost, both jobs (5 cores) fit on the workers left: 3 workers of 3 cores."""
+    return len(_alive(world)) >= 3
+
+
 CATALOGUE: tuple[Action, ...] = (
     Action("node", "fault", node, needs=_two_workers, recover_s=20),
     Action("driver", "fault", driver, recover_s=30),
     Action("executor", "fault", executor, recover_s=15),
     Action("master", "fault", master, recover_s=30),
+    Action("both-drivers-node", "fault", both_drivers_node, needs=_room_for_both,
+           recover_s=45),  # two drivers and their executors relaunched at once
+    Action("worker-jvm", "fault", worker_jvm, needs=_room_for_both, recover_s=45),
     Action("beta-freeze", "fault", beta_freeze, recover_s=30),  # from the freeze's start
     Action("beta-cut", "fault", beta_cut, recover_s=30),  # from the cut's start
     Action("beta-restart", "fault", beta_restart, recover_s=20),
