@@ -1,6 +1,6 @@
 """The long chaos campaign: ``--steps`` faults and procedures drawn by ``--seed`` from the
 whole catalogue (``tests/support/chaos/catalogue.py``: the short campaign's, plus scale
-3 → 2 → 3, upgrade v1 → v2 and back, a full cluster restart switching the jar release), one
+3 → 4 → 3, upgrade v1 → v2 and back, a full cluster restart switching the jar release), one
 after another on a fleet-pings job while both simulators flow, beside the transactions job on
 its journal (both jobs' stages, oracles and health judged after every step), on three
 workers (four with ``--standby hot``). Prints a line per step, then a table per fault
@@ -17,8 +17,8 @@ The store is on an embedded PostgreSQL by default (``--no-postgres``: SQLite), s
 soak says which at its start; a drawn kind whose precondition fails is drawn again.
 
     .venv/bin/python tests/perf/chaos_soak.py --steps 60 --seed 7
-    for s in 1 2 3; do flock /work/spark.lock .venv/bin/python tests/perf/chaos_soak.py \
-        --steps 8 --seed $s --no-postgres; done   # three seeds, a few steps each
+    for s in 1 2 3; do .venv/bin/python tests/perf/chaos_soak.py --steps 8 --seed $s \
+        --no-postgres; done   # three seeds, a few steps each
     .venv/bin/python tests/perf/chaos_soak.py --only node,node,master   # these, in order
     .venv/bin/python tests/perf/chaos_soak.py --standby hot --steps 30 --seed 7
 """
