@@ -236,7 +236,9 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
                    for job, stages in world.jobs.items()}  # fmt: skip
         report.note += "; every stage again per job: " + ", ".join(
             f"{job} {s:.1f} s" for job, s in per_job.items() if s is not None)
-        late = recovery_problem(action, report.recovery_s)
+        if inflicted.recover_s is not None:
+            report.bound_s = inflicted.recover_s
+        late = recovery_problem(action, report.recovery_s, report.bound_s)
         report.gap_s = max(processing_gap(world.settings.layout, job, inflicted.at,
                                           inflicted.at + report.recovery_s)
                            for job in world.jobs)  # fmt: skip

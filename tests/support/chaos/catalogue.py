@@ -20,7 +20,7 @@ from support.chaos.actions import Action, Inflicted
 from support.chaos.airflow_fault import airflow_db_killed
 from support.chaos.handover_fault import master_mid_handover, node_mid_handover
 from support.chaos.judge import loss_problems
-from support.chaos.two_job_faults import both_drivers_node, worker_jvm
+from support.chaos.two_job_faults import BOTH_BOUND_S, both_drivers_node, together, worker_jvm
 from support.chaos.world import STAGES, AcceptedLoss, ChaosWorld
 from support.faults import (
     driver_jvm_pid,
@@ -49,9 +49,15 @@ def _ps_pids(*markers: str) -> list[int]:
 
 # -- faults of the cluster ----------------------------------------------------------------
 def node(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    """kill -9 of the node (worker, driver, executors) that runs the job's driver."""
+    """kill -9 of the node (worker, driver, executors) that runs the job's driver; when it
+    runs the transactions job's driver too, the step is ``both-drivers-node``'s case and
+    takes its bound."""
+    both = together(world)
     at, worker = kill_node_of(world.cluster, str(world.registry.view(world.job).driver_id))
-    return Inflicted(at, f"killed {worker}", then=lambda: world.cluster.cluster.add_worker(worker))
+    return Inflicted(at, f"killed {worker}" + (", the transactions driver's node too" if both
+                                               else ""),
+                     then=lambda: world.cluster.cluster.add_worker(worker),
+                     recover_s=BOTH_BOUND_S if both else None)  # fmt: skip
 
 
 def driver(world: ChaosWorld, rng: random.Random) -> Inflicted:
@@ -334,7 +340,7 @@ CATALOGUE: tuple[Action, ...] = (
     Action("executor", "fault", executor, recover_s=15),
     Action("master", "fault", master, recover_s=30),
     Action("both-drivers-node", "fault", both_drivers_node, needs=_room_for_both,
-           recover_s=45),  # two drivers and their executors relaunched at once
+           recover_s=BOTH_BOUND_S),
     Action("worker-jvm", "fault", worker_jvm, needs=_room_for_both, recover_s=45),
     Action("beta-freeze", "fault", beta_freeze, recover_s=30),  # from the freeze's start
     Action("beta-cut", "fault", beta_cut, recover_s=30),  # from the cut's start

@@ -6,12 +6,14 @@ logged twice or changed."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from support.chaos.catalogue import BY_NAME
-from support.chaos.judge import every_job_again, health_after_step, tally
+from support.chaos.judge import every_job_again, health_after_step, recovery_problem, tally
 from support.journal_oracle import check_logged_once, compare_logged
 
 from spark_jobs.sinks import journal_store
@@ -118,3 +120,24 @@ def test_the_two_job_kinds_are_short_and_bounded() -> None:
     for name in ("both-drivers-node", "worker-jvm"):
         action = BY_NAME[name]
         assert action.short and action.kind == "fault" and action.recover_s <= 45, name
+
+
+def test_a_node_holding_both_drivers_takes_the_bound_of_both_drivers_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``node`` step whose node held the transactions driver too relaunched two drivers at
+    once and failed on the one-driver bound (25.8 s over 20 s)."""
+    from support.chaos import catalogue
+
+    node = BY_NAME["node"]
+    monkeypatch.setattr(catalogue, "kill_node_of", lambda cluster, driver: (100.0, "worker-2"))
+    view = SimpleNamespace(driver_id="driver-1")
+    world = SimpleNamespace(cluster=None, job="fleet-chaos",
+                            registry=SimpleNamespace(view=lambda job: view))  # fmt: skip
+    for both, bound in ((True, BY_NAME["both-drivers-node"].recover_s), (False, None)):
+        monkeypatch.setattr(catalogue, "together", lambda w, b=both: b)
+        inflicted = node.run(world, random.Random(1))  # type: ignore[arg-type]
+        assert inflicted.recover_s == bound
+    assert recovery_problem(node, 25.8, BY_NAME["both-drivers-node"].recover_s) == ""
+    assert "over its bound of 20 s" in recovery_problem(node, 25.8)
+    assert "over its bound of 45 s" in recovery_problem(node, 46.0, 45.0)
