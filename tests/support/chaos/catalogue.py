@@ -335,7 +335,9 @@ def _room_for_both(world: ChaosWorld) -> bool:
 
 
 CATALOGUE: tuple[Action, ...] = (
-    Action("node", "fault", node, needs=_two_workers, recover_s=20),
+    # 20 s with one job; beside the transactions job (a second driver, its executor and
+    # producer on the 2 cores) one driver's node measured 18.3 and 20.7 s in one campaign
+    Action("node", "fault", node, needs=_two_workers, recover_s=30),
     Action("driver", "fault", driver, recover_s=30),
     Action("executor", "fault", executor, recover_s=15),
     Action("master", "fault", master, recover_s=30),

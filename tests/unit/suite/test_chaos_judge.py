@@ -101,7 +101,7 @@ def test_every_kind_declares_a_bound_close_to_its_goal() -> None:
     assert all(0 < a.recover_s <= 120 for a in CATALOGUE)
     assert recovery_problem(BY_NAME["node"], 12.0) == ""
     late = recovery_problem(BY_NAME["node"], 45.3)
-    assert "45.3 s" in late and "node" in late and "bound of 20 s" in late
+    assert "45.3 s" in late and "node" in late and "bound of 30 s" in late
 
 
 class _Clock:
