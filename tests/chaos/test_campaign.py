@@ -1,9 +1,13 @@
 """The short chaos campaign: every short kind of fault and procedure once (in the seed's
-order), then one drawn by the seed, one after another on one fleet-pings job of the
-session's cluster while both simulators flow, judged after every step
-(``support/chaos/campaign.py``): every stage committing again within its kind's bound,
-health OK again within 60 s, the oracle exact. A step whose precondition does not hold fails;
-it never passes without running.
+order), then one drawn by the seed, one after another on the session's cluster (a third
+worker added for the campaign) running two jobs: a fleet-pings job, which the actions act on,
+while both fleet simulators flow, and beside it the tutorial's transactions job on its
+journal, small, while its producer writes. Judged after every step
+(``support/chaos/campaign.py``): every stage of both jobs committing again within the kind's
+bound, health OK again within 60 s having judged both jobs, both oracles exact (every journal
+entry logged exactly once). ``both-drivers-node`` kills the node holding both drivers and
+``worker-jvm`` a worker JVM alone (its agent starts it again). A step whose precondition
+does not hold fails; it never passes without running.
 
 The seed is ``STREAMOPS_CHAOS_SEED`` (default below); a failure prints it and how to replay
 it. ``STREAMOPS_CHAOS_ONLY=node,master`` runs those actions in that order instead, and
@@ -29,32 +33,35 @@ from support.chaos.judge import covering_plan
 from support.chaos.world import ChaosWorld
 from support.integration import ClusterHandle
 
-from streamops.procedures.submit import submit_job
-
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 DRAWN = 1
-"""Steps the seed draws after the round of every short kind (13 kinds). Before, 8 drawn steps
+"""Steps the seed draws after the round of every short kind (15 kinds). Before, 8 drawn steps
 that left out driver, executor, beta-freeze, savepoint and restart-savepoint."""
 DEFAULT_SEED = 1
+TWO_JOBS = "STREAMOPS_CHAOS_TWO_JOBS"
+"""``1``: the transactions job runs beside fleet-pings (and ``both-drivers-node`` is drawn).
+Not yet the default of the test command: its ``airflow-db`` step failed once beside the second
+job (a task of the upgrade run never started within 600 s), not yet understood."""
 LAST = ("node-mid-handover", "airflow-db")
 
 
-def plan(seed: int) -> list[str]:
+def plan(seed: int, world: ChaosWorld | None = None) -> list[str]:
     """What the test command runs: every short kind, the drawn steps, then :data:`LAST`."""
-    return covering_plan(CATALOGUE, seed, DRAWN) + list(LAST)
+    return covering_plan(CATALOGUE, seed, DRAWN, world) + list(LAST)
 
 
 def test_short_chaos_campaign(
     spark_cluster: ClusterHandle, tmp_path: Path, free_port: Callable[[], int]
 ) -> None:
     seed = int(os.environ.get("STREAMOPS_CHAOS_SEED", DEFAULT_SEED))
-    world = ChaosWorld(spark_cluster, tmp_path, free_port(), airflow_port=free_port())
+    world = ChaosWorld(spark_cluster, tmp_path, free_port(), airflow_port=free_port(),
+                       second_job=os.environ.get(TWO_JOBS) == "1")  # fmt: skip
     world.start()
     reports: list = []
     try:
-        submit_job(world.spec(), world.settings, wait_healthy=300)
+        world.submit()
         only = [n for n in os.environ.get("STREAMOPS_CHAOS_ONLY", "").split(",") if n]
-        only = only or plan(seed)
+        only = only or plan(seed, world)
         keep_going = os.environ.get("STREAMOPS_CHAOS_KEEP_GOING") == "1"
         run_campaign(world, seed, len(only), short=True, only=only, out=reports,
                      stop_at_failure=not keep_going)

@@ -1,9 +1,11 @@
 """The long chaos campaign: ``--steps`` faults and procedures drawn by ``--seed`` from the
 whole catalogue (``tests/support/chaos/catalogue.py``: the short campaign's, plus scale
-2 → 3 → 2, upgrade v1 → v2 and back, a full cluster restart switching the jar release), one
-after another on one fleet-pings job while both simulators flow, with the oracle and health
-judged after every step. Prints a line per step, then a table per fault kind: count, median
-and worst time until every stage committed again (and the kind's bound), the worst time
+3 → 4 → 3, upgrade v1 → v2 and back, a full cluster restart switching the jar release), one
+after another on a fleet-pings job while both simulators flow, beside the transactions job on
+its journal (both jobs' stages, oracles and health judged after every step), on three
+workers (four with ``--standby hot``). Prints a line per step, then a table per fault
+kind: count, median and worst time until every stage committed again (and the kind's
+bound), the worst time
 until health said OK again, lost / extra / dup / different rows (extra: keys a sink holds
 that it should not; dup: windows that counted a record twice; diff: other rows that differ),
 the health verdicts seen while the job was down. Exits 1 if a step failed (its seed
@@ -15,6 +17,8 @@ The store is on an embedded PostgreSQL by default (``--no-postgres``: SQLite), s
 soak says which at its start; a drawn kind whose precondition fails is drawn again.
 
     .venv/bin/python tests/perf/chaos_soak.py --steps 60 --seed 7
+    for s in 1 2 3; do .venv/bin/python tests/perf/chaos_soak.py --steps 8 --seed $s \
+        --no-postgres; done   # three seeds, a few steps each
     .venv/bin/python tests/perf/chaos_soak.py --only node,node,master   # these, in order
     .venv/bin/python tests/perf/chaos_soak.py --standby hot --steps 30 --seed 7
 """
@@ -39,7 +43,6 @@ from support.integration import ClusterHandle
 from support.postgres import postgres_server, throwaway_database
 
 from streamops.cluster.profile import ClusterProfile
-from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.stack.class_training import train_class_archives
 from streamops.stack.local_cluster import LocalCluster
@@ -98,6 +101,13 @@ def main() -> int:
         "STREAMOPS_TEST_PG_URL) reached through a link the campaign cuts (store-down is "
         "drawn); --no-postgres: SQLite, store-down never drawn",
     )
+    parser.add_argument(
+        "--two-jobs",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the tutorial's transactions job beside fleet-pings, judged by its journal "
+        "oracle (both-drivers-node drawn); --no-two-jobs: fleet-pings alone",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit)
     print(f"machine: 20M Python additions in {python_loop_seconds():.2f} s", flush=True)
@@ -111,7 +121,7 @@ def main() -> int:
         master_webui_port=free_port(),
         rest_port=free_port(),
     )
-    workers = 3 if args.standby == "hot" else 2
+    workers = 4 if args.standby == "hot" else 3
     profile = ClusterProfile.from_mapping(
         {"workers": workers, "max_workers": workers + 1, "worker_cores": 3,
          "worker_memory": "3g", "worker_webui_port_base": 0, "jar_release": "r1"})  # fmt: skip
@@ -135,11 +145,13 @@ def main() -> int:
             standby=args.standby,
             postgres_url=pg_url,
             airflow_port=free_port(),
+            workers=workers,
+            second_job=args.two_jobs,
         )
         world.start()
         absent = sorted({a.name for a in CATALOGUE} - {a.name for a in pool_of(False, world)})
         print(f"never drawn in this world: {', '.join(absent) or 'none'}", flush=True)
-        submit_job(world.spec(), settings, wait_healthy=300)
+        world.submit()
         run_campaign(world, args.seed, len(only) or args.steps, short=False, only=only,
                      out=reports, stop_at_failure=not args.keep_going)  # fmt: skip
     finally:

@@ -20,12 +20,18 @@ def driver_jvm_pid(driver_id: str) -> int:
                 if "DriverWrapper" in line and driver_id in line)  # fmt: skip
 
 
+def node_of(cluster: ClusterHandle, driver_id: str) -> str:
+    """The name of the worker that runs ``driver_id`` (a worker leads its process group)."""
+    group = os.getpgid(driver_jvm_pid(driver_id))
+    return next(n for n, r in cluster.cluster.daemons().items() if r.pgid == group)
+
+
 def kill_node_of(cluster: ClusterHandle, driver_id: str) -> tuple[float, str]:
     """A lost host: kill -9 of the node agent, then of the process group of the worker that
     runs ``driver_id`` (a worker leads its group: its drivers and executors die with it);
     when, and the worker's name. ``add_worker(name)`` starts agent and worker again."""
-    group = os.getpgid(driver_jvm_pid(driver_id))
-    name = next(n for n, r in cluster.cluster.daemons().items() if r.pgid == group)
+    name = node_of(cluster, driver_id)
+    group = cluster.cluster.daemons()[name].pgid
     kill_agent(cluster.settings, name)  # else it would start its worker again
     killed_at = time.time()
     os.killpg(group, signal.SIGKILL)

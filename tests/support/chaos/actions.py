@@ -18,6 +18,10 @@ class Inflicted:
     at: float
     note: str = ""
     then: Callable[[], None] | None = None
+    recover_s: float | None = None
+    """The step's bound when what the fault hit is another kind's case (the node of the
+    fleet driver that held the transactions driver too: ``both-drivers-node``'s bound);
+    None: the action's."""
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,17 @@
-"""A seeded chaos campaign: actions drawn from the catalogue, one after another on one job
-while both simulators flow, and after each step three judgements:
+"""A seeded chaos campaign: actions drawn from the catalogue, one after another on the
+world's two jobs (fleet-pings, the one the actions act on, and the transactions journal job
+beside it) while every source flows, and after each step three judgements:
 
-- the time until every stage commits a batch again, within the bound the action's kind
-  declares (``Action.recover_s``; printed per step), and the longest time without any
-  committed batch from the fault to then (a procedure's gap); then health back to OK within
-  :data:`~support.chaos.judge.HEALTH_OK_S`;
-- health's verdicts, sampled every couple of seconds through the step: never OK while the
-  declared job has no live driver, or while a stage has not committed for longer than
+- the time until every stage of both jobs commits a batch again, within the bound the action's
+  kind declares (``Action.recover_s``; printed per step), and the longest time without any
+  committed batch of a job from the fault to then (a procedure's gap); then health back to
+  OK within :data:`~support.chaos.judge.HEALTH_OK_S`, having judged both jobs;
+- health's verdicts, sampled every couple of seconds through the step: never OK while a
+  job has no live driver, or while a stage of a job has not committed for longer than
   :data:`STALLED_S` outside the oracle's hold;
-- the oracle: every sink equal to its recomputation over the records its stage was given
-  (0 lost, 0 duplicated, 0 different; an accepted loss is counted, per stage, apart).
+- the oracles: every fleet sink equal to its recomputation over the records its stage was
+  given, and every journal entry written in ``transaction_log`` exactly once (0 lost,
+  0 duplicated, 0 different; an accepted loss is counted, per stage, apart).
 
 A drawn action whose precondition does not hold is drawn again (a bounded number of times,
 :func:`~support.chaos.judge.choose`); an action named in ``only`` whose precondition does
@@ -27,14 +29,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from support.chaos.catalogue import BY_NAME, CATALOGUE, Action
-from support.chaos.judge import Tally, choose, recovery_problem, tally, wait_health_ok
-from support.chaos.world import STAGES, ChaosWorld
+from support.chaos.judge import (
+    Tally,
+    choose,
+    every_job_again,
+    health_after_step,
+    recovery_problem,
+    tally,
+    wait_health_ok,
+)
+from support.chaos.world import ChaosWorld
 from support.faults import next_batches
 from support.gaps import processing_gap
 from support.integration import wait_until
 
 from streamops.exceptions import StreamopsError
 from streamops.health.checks import run_checks
+from streamops.health.daemons import gather_daemons
 from streamops.health.report import Level, Thresholds
 
 STALLED_S = 60.0
@@ -141,23 +152,28 @@ class HealthWatch(threading.Thread):
         report = run_checks(self.world.settings, THRESHOLDS)
         live = live or self._live()  # down only if down before and after
         now = time.time()
-        newest = newest_batches(self.world, self.world.job)
-        stalled = any(now - newest.get(stage, 0.0) > STALLED_S for stage in STAGES)
+        stalled = False
+        for job, stages in self.world.jobs.items():
+            newest = newest_batches(self.world, job)
+            stalled = stalled or any(now - newest.get(s, 0.0) > STALLED_S for s in stages)
         failing = [r.message for r in report.results if r.level is not Level.OK][:2]
         return Sample(now, report.level.value, live, stalled, held or self.held.is_set(),
                       "; ".join(failing) or report.summary()[:200])
 
     def _live(self) -> bool:
-        """Whether a driver of the job is live and running its stages: the master's view, or
-        without the master the state root's (a driver holding the job's lease runs on). A
+        """Whether a driver of each job is live and running its stages: the master's view,
+        or without the master the state root's (a driver holding the job's lease runs on). A
         driver still starting (a relaunch after a node loss, the next version of a handover)
         is not: health must not say OK then."""
-        registry, job = self.world.registry, self.world.job
-        try:
-            view = registry.view(job)
-        except StreamopsError:
-            view = registry.view_from_state(job)
-        return view.is_live and view.state == "RUNNING"
+        registry = self.world.registry
+        for job in self.world.jobs:
+            try:
+                view = registry.view(job)
+            except StreamopsError:
+                view = registry.view_from_state(job)
+            if not (view.is_live and view.state == "RUNNING"):
+                return False
+        return True
 
     def between(self, t0: float, t1: float) -> list[Sample]:
         return [s for s in self.samples if t0 <= s.at <= t1]
@@ -194,7 +210,7 @@ def judge_health(samples: Sequence[Sample]) -> tuple[dict[str, int], list[str]]:
             continue
         seen[s.level] = seen.get(s.level, 0) + 1
         if s.level == Level.OK.value:
-            why = ("no driver running its stages" if not s.live
+            why = ("a job without a driver running its stages" if not s.live
                    else f"a stage idle over {STALLED_S:.0f} s")  # fmt: skip
             wrong.append(f"health OK at {time.strftime('%H:%M:%S', time.gmtime(s.at))} while "
                          f"{why}: {s.message}")  # fmt: skip
@@ -209,14 +225,23 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
         inflicted = action.run(world, rng)
         report.note = inflicted.note
         report.recovery_s = float(wait_until(  # waited past the bound, to print the figure
-            lambda: next_batches(world.cluster, world.job, inflicted.at, set(STAGES)),
+            lambda: every_job_again({
+                job: next_batches(world.cluster, job, inflicted.at, set(stages))
+                for job, stages in world.jobs.items()}),
             max(2 * action.recover_s, action.recover_s + 60),
-            f"every stage to commit again after {action.name}", interval=0.5,
+            f"every stage of both jobs to commit again after {action.name}", interval=0.5,
             describe=world.describe,
         ))  # type: ignore[arg-type]  # fmt: skip
-        late = recovery_problem(action, report.recovery_s)
-        report.gap_s = processing_gap(world.settings.layout, world.job, inflicted.at,
-                                      inflicted.at + report.recovery_s)
+        per_job = {job: next_batches(world.cluster, job, inflicted.at, set(stages))
+                   for job, stages in world.jobs.items()}  # fmt: skip
+        report.note += "; every stage again per job: " + ", ".join(
+            f"{job} {s:.1f} s" for job, s in per_job.items() if s is not None)
+        if inflicted.recover_s is not None:
+            report.bound_s = inflicted.recover_s
+        late = recovery_problem(action, report.recovery_s, report.bound_s)
+        report.gap_s = max(processing_gap(world.settings.layout, job, inflicted.at,
+                                          inflicted.at + report.recovery_s)
+                           for job in world.jobs)  # fmt: skip
         if inflicted.then is not None:
             inflicted.then()
         report.health_ok_s, not_ok = wait_health_ok(lambda: _health(world))
@@ -238,9 +263,9 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
 
 def _health(world: ChaosWorld) -> tuple[str, str]:
     report = run_checks(world.settings, AFTER_STEP)
-    failing = [f"{r.group}/{r.name}: {r.message}" for r in report.results
-               if r.level is not Level.OK][:3]  # fmt: skip
-    return report.level.value, "; ".join(failing)
+    running = all(r.state == "running" or not r.keep_running
+                  for r in gather_daemons(world.settings.layout).values())  # fmt: skip
+    return health_after_step(report.results, world.jobs, daemons_running=running)
 
 
 def _holds(action: Action, world: ChaosWorld, wait: float) -> bool:

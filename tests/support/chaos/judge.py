@@ -5,7 +5,9 @@
   bounded number of times; a step never passes without running);
 - the plan of the test command's campaign: every short kind once, then the seeded draw;
 - whether the time until every stage committed again is within the bound the kind declares;
-- whether health came back to OK within :data:`HEALTH_OK_S` after the step;
+- when every stage of every job of the world committed again;
+- whether health came back to OK within :data:`HEALTH_OK_S` after the step, having judged
+  every job of the world;
 - the oracle's counts per step, duplicates apart from unexpected keys.
 """
 
@@ -13,12 +15,15 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from support.chaos.actions import Action
 from support.oracle import Comparison
+
+if TYPE_CHECKING:
+    from support.chaos.world import ChaosWorld
 
 MAX_REDRAWS = 3
 """A drawn action whose precondition fails is replaced by another drawn one this many times
@@ -45,22 +50,71 @@ def choose(drawn: Action, pool: Sequence[Action], holds: Callable[[Action], bool
     return None, failed
 
 
-def covering_plan(catalogue: Sequence[Action], seed: int, drawn: int) -> list[str]:
-    """The test command's campaign: every short kind once (in the seed's order), then
-    ``drawn`` more drawn by the seed among the short kinds."""
-    short = [a.name for a in catalogue if a.short]
+def covering_plan(catalogue: Sequence[Action], seed: int, drawn: int,
+                  world: ChaosWorld | None = None) -> list[str]:  # fmt: skip
+    """The test command's campaign: every short kind (whose world exists, given ``world``)
+    once in the seed's order, then ``drawn`` more drawn by the seed among them."""
+    short = [a.name for a in catalogue if a.short and (world is None or a.exists(world))]
     rng = random.Random(seed)
     first = short[:]
     rng.shuffle(first)
     return first + [rng.choice(short) for _ in range(drawn)]
 
 
-def recovery_problem(action: Action, recovery_s: float) -> str:
-    """'' when every stage committed again within the bound ``action`` declares."""
-    if recovery_s <= action.recover_s:
+def recovery_problem(action: Action, recovery_s: float, bound: float | None = None) -> str:
+    """'' when every stage committed again within the bound ``action`` declares (or
+    ``bound``, the step's own when its fault hit another kind's case)."""
+    limit = action.recover_s if bound is None else bound
+    if recovery_s <= limit:
         return ""
     return (f"every stage committed again {recovery_s:.1f} s after {action.name}, over its "
-            f"bound of {action.recover_s:.0f} s")  # fmt: skip
+            f"bound of {limit:.0f} s")  # fmt: skip
+
+
+def every_job_again(found: Mapping[str, float | None]) -> float | None:
+    """Seconds until every stage of every job committed again (``found``: per job, the
+    seconds until each of its stages did, None while one has not); None while one has not."""
+    if not found or any(seconds is None for seconds in found.values()):
+        return None
+    return max(s for s in found.values() if s is not None)
+
+
+class Result(Protocol):
+    """One result of a health report (``streamops.health.report.CheckResult``)."""
+
+    group: str
+    name: str
+    message: str
+
+    @property
+    def level(self) -> Any: ...
+
+
+RESTARTED_BY_AGENT = ("cluster", "daemons")
+"""The check that warns, for its restart window (10 minutes by default), that an agent
+restarted its daemon: after a step, OK again once every supervised daemon runs."""
+
+
+def health_after_step(results: Sequence[Result], jobs: Iterable[str],
+                      daemons_running: bool) -> tuple[str, str]:  # fmt: skip
+    """Health's verdict after a step, from its report's ``results``: ``ok`` when every result
+    is OK and every job of ``jobs`` was judged; else the level and what was not OK. A warning
+    of :data:`RESTARTED_BY_AGENT` counts as OK when ``daemons_running`` (a restart the step
+    caused, told on by design, and done); a job not judged fails."""
+    failing = [r for r in results if _level(r) != "ok"
+               and not (daemons_running and _level(r) == "warn"
+                        and (r.group, r.name) == RESTARTED_BY_AGENT)]  # fmt: skip
+    judged = {r.name for r in results if r.group == "jobs"}
+    unjudged = [job for job in jobs if job not in judged]
+    messages = [f"{r.group}/{r.name}: {r.message}" for r in failing][:3]
+    messages += [f"jobs/{job}: not judged by health" for job in unjudged]
+    if unjudged or any(_level(r) == "fail" for r in failing):
+        return "fail", "; ".join(messages)
+    return ("warn" if failing else "ok"), "; ".join(messages)
+
+
+def _level(result: Result) -> str:
+    return str(getattr(result.level, "value", result.level))
 
 
 def wait_health_ok(

@@ -1,13 +1,17 @@
-"""The world a chaos campaign acts on: one fleet-pings job on a real cluster, fleetsim-alpha
-in this process and fleetsim-beta as a process of its own (so it can be frozen, killed,
-restarted on its log, or lose its log) that the job reaches through a TCP link the campaign
-can cut, both flowing all the time except while the oracle looks.
+"""The world a chaos campaign acts on: two jobs on a real cluster of (at least) three
+workers. A fleet-pings job, with fleetsim-alpha in this process and fleetsim-beta as a process
+of its own (so it can be frozen, killed, restarted on its log, or lose its log) that the job
+reaches through a TCP link the campaign can cut; and beside it the tutorial's transactions job
+on its journal (:class:`~support.chaos.journal_job.JournalJob`), its producer writing all the
+time. Every source flows all the time except while the oracle looks. The faults and
+procedures act on the fleet job (``job``); a node lost takes whatever of either job ran there.
 
 The oracle (:meth:`ChaosWorld.check`) holds both simulators, waits until every stage has read
 everything they emitted, and compares each sink with its batch recomputation over exactly
 the records that stage was given: every record, except those of a beta history a stage had
 not read when the loss of that history was accepted (:class:`AcceptedLoss`, one per stage,
-taken from the stage's checkpoint when the job stopped on the reset).
+taken from the stage's checkpoint when the job stopped on the reset). The transactions job's
+oracle is its tests': every entry written logged exactly once, as written.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 
 import yaml
 from support.beta_process import BetaProcess
+from support.chaos.journal_job import STAGES as JOURNAL_STAGES
+from support.chaos.journal_job import JournalJob
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.oracle import (
     Comparison,
@@ -32,6 +38,7 @@ from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
 from streamops.jobs import JobRegistry
+from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
@@ -41,6 +48,7 @@ from streamops_contract.state.checkpoint_cut import last_batch
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "jobs"
 STAGES = ("vehicles", "vehicle-stats-1m")
+TX_STAGES = JOURNAL_STAGES
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,12 @@ class ChaosWorld:
     postgres_url: str = ""  # a PostgreSQL store (reached through a link the campaign can cut)
     reset_policy: str = "fail"
     airflow_port: int = 0  # where the world's Airflow listens, once a step needs it (0: never)
+    second_job: bool = False
+    """The tutorial's transactions job runs beside fleet-pings (``STREAMOPS_CHAOS_TWO_JOBS=1``)."""
+    workers: int = 0
+    """Workers the world runs on (added at its start if fewer run); 0: 3 with the second job
+    (after a node is lost the two jobs, 5 cores, must fit on those left, 3 cores each), else
+    the cluster as found."""
     beta_histories: list[Path] = field(default_factory=list)
     losses: list[AcceptedLoss] = field(default_factory=list)
     alpha: AlphaSimulator = field(init=False)
@@ -87,6 +101,8 @@ class ChaosWorld:
                                 self.beta_histories[-1], self.workdir / "beta.log",
                                 seed=32, vehicles=self.vehicles, rate=self.rate)  # fmt: skip
         self.beta_link = TcpProxy(("127.0.0.1", self.beta_port))  # the job's way to beta
+        self.tx = JournalJob(self.workdir)
+        self.added_workers: list[str] = []
         self._airflow: AirflowStack | None = None
 
     # -- the job ---------------------------------------------------------------------------
@@ -126,23 +142,45 @@ class ChaosWorld:
             self._airflow.start()
         return self._airflow
 
+    @property
+    def jobs(self) -> dict[str, tuple[str, ...]]:
+        """Every job of the world, with its stages."""
+        return {self.job: STAGES, **({self.tx.name: TX_STAGES} if self.second_job else {})}
+
     def describe(self) -> str:
-        return describe_job(self.registry.view(self.job))
+        return "; ".join(describe_job(self.registry.view(job)) for job in self.jobs)
 
     def start(self) -> None:
+        alive = [w for w in self.registry.client.workers() if w.state == "ALIVE"]
+        for _ in range((self.workers or (3 if self.second_job else 0)) - len(alive)):
+            self.added_workers.append(self.cluster.cluster.add_worker())
         self.beta.start()
         self.beta_link.start()
         self.alpha.start()
+        if self.second_job:
+            self.tx.start()
+
+    def submit(self) -> None:
+        """The world's jobs, healthy."""
+        submit_job(self.spec(), self.settings, wait_healthy=300)
+        if self.second_job:
+            submit_job(self.tx.spec(), self.settings, wait_healthy=300)
 
     def stop(self) -> None:
+        if self.second_job:
+            self.tx.stop()
         self.alpha.stop()
         self.beta_link.stop()
         self.beta.stop()
         if self._airflow is not None:
             self._airflow.stop()
             assert self._airflow.database.postgres.pid() is None, "Airflow's PostgreSQL runs on"
-        if self.registry.view(self.job).is_live:
-            self.registry.cancel(self.job)
+        for job in self.jobs:
+            if self.registry.view(job).is_live:
+                self.registry.cancel(job)
+        for name in self.added_workers:  # the cluster as the world found it
+            if name in self.cluster.cluster.daemons():
+                self.cluster.cluster.remove_worker(name, graceful=False)
         if self.store_link is not None:
             engine = store._engines.pop(self.store_url, None)
             if engine is not None:
@@ -205,11 +243,18 @@ class ChaosWorld:
         ]
 
     def check(self) -> tuple[list[Comparison], float]:
-        """Hold the simulators, wait until the job read all, compare, release; the
-        comparisons and how long the catch-up took."""
+        """Hold the simulators and the producer, wait until both jobs read all, compare,
+        release; the comparisons and how long the catch-up took."""
+        t0 = time.monotonic()
         final = self.hold()
+        last = self.tx.hold() if self.second_job else None
         try:
-            took = self.wait_caught_up(final)
-            return self.compare(), took
+            self.wait_caught_up(final)
+            if last is None:
+                return self.compare(), time.monotonic() - t0
+            self.tx.wait_caught_up(last, self.describe)
+            return [*self.compare(), self.tx.compare(last)], time.monotonic() - t0
         finally:
+            if self.second_job:
+                self.tx.start()
             self.release()
