@@ -25,7 +25,7 @@ from __future__ import annotations
 from airflow.sdk import Param, dag, task
 
 from streamops.procedures import scale
-from streamops.procedures.timeouts import VERIFY_BATCHES_TIMEOUT
+from streamops.timeouts import VERIFY_BATCHES_TIMEOUT
 from streamops_airflow.dag_defaults import manual_dag, spare_param
 from streamops_airflow.procedure_tasks import run_step, this_run
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from airflow.sdk import Param, dag, task
 
-from streamops.procedures.standby import STANDBY_MODES
+from streamops.world.standby import STANDBY_MODES
 from streamops_airflow.dag_defaults import manual_dag, spare_param
 from streamops_airflow.upgrade_groups import (
     abort_standby,

@@ -19,7 +19,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from streamops.exceptions import StreamopsError
 from streamops.procedures import cluster_handover, cluster_restart
-from streamops.procedures.timeouts import HEALTH_TIMEOUT
+from streamops.timeouts import HEALTH_TIMEOUT
 from streamops_airflow.procedure_tasks import Step, run_step
 
 

@@ -24,8 +24,8 @@ from streamops.cluster.client import MasterClient, WorkerInfo
 from streamops.exceptions import StreamopsError
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
-from streamops.procedures.operations import Operations
 from streamops.settings import Settings
+from streamops.world.operations import Operations
 from streamops_airflow.provider import CONN_TYPE
 
 
@@ -107,7 +107,7 @@ def ops_settings(conn_id: str = SparkStandaloneHook.default_conn_name) -> Settin
 
 def ops_operations(conn_id: str = SparkStandaloneHook.default_conn_name) -> Operations:
     """The operations port the procedures' tasks act through (of :func:`ops_settings`)."""
-    from streamops.procedures.world import operations
+    from streamops.world.port import operations
 
     return operations(ops_settings(conn_id))
 

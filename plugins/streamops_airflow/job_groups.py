@@ -26,8 +26,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from streamops.exceptions import JobError, StreamopsError
 from streamops.procedures import restart, savepoint_restart
-from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, SAVEPOINT_TIMEOUT
-from streamops.procedures.timeouts import STOP_SENSOR_TIMEOUT as STOP_TIMEOUT
+from streamops.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, SAVEPOINT_TIMEOUT
+from streamops.timeouts import STOP_SENSOR_TIMEOUT as STOP_TIMEOUT
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.procedure_tasks import StepSensor, job_step, this_run
 from streamops_airflow.sensors import JobHealthySensor

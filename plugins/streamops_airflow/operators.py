@@ -28,9 +28,9 @@ from streamops.cluster.submission import Submission
 from streamops.exceptions import JobAlreadyRunning, JobBusy, JobError, StreamopsError
 from streamops.procedures.deploy import start_job
 from streamops.procedures.job_lease import acting_as
-from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import load_spec
+from streamops.timeouts import HEALTH_TIMEOUT
 from streamops_airflow import hooks
 from streamops_airflow.exceptions import JobNotHealthy, ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook

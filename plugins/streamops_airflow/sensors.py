@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
-from streamops.procedures.timeouts import HEALTH_TIMEOUT
+from streamops.timeouts import HEALTH_TIMEOUT
 from streamops.verdict import Outcome, health_verdict
 from streamops_airflow.exceptions import ProcedureFailed
 from streamops_airflow.hooks import SparkStandaloneHook

@@ -20,7 +20,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from streamops.exceptions import UpgradeFailed, UpgradeRefused
 from streamops.procedures import upgrade_steps as steps
-from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, SAVEPOINT_TIMEOUT
+from streamops.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, SAVEPOINT_TIMEOUT
 from streamops_airflow.procedure_tasks import Step, StepSensor, job_step
 from streamops_airflow.sensors import JobHealthySensor
 

@@ -23,8 +23,8 @@ from support.dag_runs import run_dag, task_states
 from support.fleet import FleetRun
 from support.integration import ClusterHandle
 
-from streamops.procedures.restore import earliest_positions
 from streamops.state.savepoints import catalogue
+from streamops.world.restore import earliest_positions
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("airflow_db", "streamops_env")]
 JOB = "fleet-dags-it"

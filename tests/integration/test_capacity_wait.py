@@ -21,9 +21,9 @@ from support.integration import ClusterHandle, wait_until
 
 from streamops.cli import main
 from streamops.health import checks as health
-from streamops.procedures.submit import submit_job
 from streamops.sim.transactions import TransactionSimulator
 from streamops.spec import load_spec
+from streamops.world.submit import submit_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
               pytest.mark.usefixtures("streamops_env")]  # fmt: skip

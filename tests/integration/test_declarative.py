@@ -32,9 +32,9 @@ from streamops.declarative import inflight
 from streamops.declarative.reconcile import PassResult, reconcile_once
 from streamops.declarative.store import Store
 from streamops.jobs import read_submissions
-from streamops.procedures.restore import earliest_positions
 from streamops.sim.transactions import TransactionSimulator
 from streamops.state.savepoints import catalogue
+from streamops.world.restore import earliest_positions
 from streamops_contract.sinks import journal_store
 
 pytestmark = pytest.mark.integration

@@ -25,10 +25,10 @@ from streamops.cluster.client import MasterClient
 from streamops.cluster.spark_home import check_spark_install
 from streamops.cluster.submission import build_submission
 from streamops.exceptions import JobAlreadyRunning
-from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import JobSpec, load_spec
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import store
 from streamops_contract.state import lease
 

@@ -33,10 +33,10 @@ from spark_jobs import trade_analyser, transactions
 from streamops.cli import main
 from streamops.dashboard.app import create_app
 from streamops.health import checks as health
-from streamops.procedures.submit import submit_job
 from streamops.sim.trades import TradeSimulator
 from streamops.sim.transactions import TransactionSimulator
 from streamops.spec import JobSpec, load_spec
+from streamops.world.submit import submit_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600),
               pytest.mark.usefixtures("airflow_db", "streamops_env")]  # fmt: skip

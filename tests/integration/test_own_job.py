@@ -15,11 +15,11 @@ import pytest
 from support.integration import ClusterHandle, describe_job, wait_until
 
 from streamops import scaffold
-from streamops.procedures.restore import start_from_savepoint
 from streamops.procedures.savepoint_taking import savepoint_job
-from streamops.procedures.submit import submit_job
 from streamops.spec import JobSpec, load_spec
 from streamops.state.savepoints import catalogue
+from streamops.world.restore import start_from_savepoint
+from streamops.world.submit import submit_job
 
 pytestmark = pytest.mark.integration
 JOB = "own-job-it"

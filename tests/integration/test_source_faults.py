@@ -49,11 +49,11 @@ from spark_jobs.runtime.savepointing import committed_offsets
 from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.health.checks import Level, Thresholds, run_checks
-from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import load_spec
 from streamops.state.job_status import JobStatus
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import store
 from streamops_contract.state.checkpoint_cut import last_batch
 from streamops_contract.state.lease import read_lease

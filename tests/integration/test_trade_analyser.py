@@ -25,14 +25,14 @@ from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
 from streamops.cluster.releases import ReleaseStore
 from streamops.procedures import cluster_restart
-from streamops.procedures.restore import earliest_positions
-from streamops.procedures.submit import submit_job
 from streamops.procedures.upgrade import plan_upgrade, upgrade
 from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.trades import TradeSimulator
 from streamops.spec import JobSpec, load_spec
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints import catalogue
+from streamops.world.restore import earliest_positions
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import store
 from streamops_contract.state.checkpoint_cut import last_batch
 

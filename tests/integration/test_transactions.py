@@ -21,12 +21,12 @@ from support.journal_oracle import check_logged_once, wait_logged
 
 from spark_jobs import transactions
 from streamops.exceptions import JobAlreadyRunning
-from streamops.procedures.restore import earliest_positions, start_from_savepoint
 from streamops.procedures.savepoint_taking import savepoint_job
-from streamops.procedures.submit import submit_job
 from streamops.sim.transactions import TransactionSimulator
 from streamops.spec import JobSpec, load_spec
 from streamops.state.savepoints import catalogue
+from streamops.world.restore import earliest_positions, start_from_savepoint
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import journal_store
 
 pytestmark = pytest.mark.integration

@@ -17,10 +17,10 @@ from support.fleet import FleetRun
 from support.integration import ClusterHandle, maps_file, pids_with_args, wait_until
 
 from streamops.cluster.class_archives import ClassArchives
-from streamops.procedures.restore import earliest_positions
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.procedures.upgrade import UpgradeRefused, plan_upgrade, upgrade
 from streamops.state.savepoints import catalogue
+from streamops.world.restore import earliest_positions
 from streamops_contract.state.checkpoint_cut import last_batch
 
 pytestmark = pytest.mark.integration

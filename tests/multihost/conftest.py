@@ -10,7 +10,7 @@ import pytest
 from support.multihost import HostFleet, MultiHost, multihost_cluster
 from support.netns import NetnsUnavailable, unavailable_reason
 
-from streamops.procedures.submit import submit_job
+from streamops.world.submit import submit_job
 
 
 @pytest.fixture(scope="module")

@@ -40,9 +40,9 @@ from ops_stack import add_stack_args, beside_stack
 from streamops.cluster.releases import ReleaseStore
 from streamops.jobs import JobRegistry
 from streamops.procedures import cluster_restart
-from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.stack.class_training import train_class_archives
+from streamops.world.submit import submit_job
 
 JOB = "fleet-bench-restart"
 RELEASES = ("r1", "r2")

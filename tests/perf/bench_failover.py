@@ -66,12 +66,12 @@ from streamops.cluster.client import MasterClient
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.submission import submit_hot_standby
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.stack.class_training import train_class_archives
 from streamops.stack.local_cluster import LocalCluster
 from streamops.state.job_status import read_status
 from streamops.state.layout import read_json
+from streamops.world.submit import submit_job
 
 JOB = "fleet-bench-failover"
 

@@ -64,10 +64,10 @@ from ops_stack import add_stack_args, beside_stack
 from sqlalchemy import select
 
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.sim.alpha import FILE_PATTERN
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import store
 
 STAGES = ("vehicles", "vehicle-stats-1m")

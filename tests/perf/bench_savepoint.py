@@ -21,11 +21,11 @@ from harness import bench_cluster, discard, use_bench_jobs
 
 from streamops.jobs import JobRegistry
 from streamops.procedures.savepoint_taking import savepoint_job
-from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints import catalogue
+from streamops.world.submit import submit_job
 
 
 def bench_one(settings: Settings, keys: int, repeat: int, trickle: int) -> str:

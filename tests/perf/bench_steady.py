@@ -24,8 +24,8 @@ from pathlib import Path
 from harness import bench_cluster, cpu_ticks, discard, fleet_spec, processes, use_bench_jobs
 
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator
+from streamops.world.submit import submit_job
 
 HZ = os.sysconf("SC_CLK_TCK")
 KINDS = (

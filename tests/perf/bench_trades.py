@@ -61,9 +61,9 @@ from sqlalchemy import select
 
 from spark_jobs.trade_analyser_v2 import V2_SERIES
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_job
 from streamops.settings import Settings
 from streamops.sim.trades import TradeSimulator
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import store
 
 SERIES = {s.name: s for s in V2_SERIES}  # v1's one series is v2's first

@@ -40,11 +40,11 @@ from harness import (
 from ops_stack import add_stack_args, beside_stack
 
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_job
 from streamops.procedures.upgrade import upgrade
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.stack.class_training import train_class_archives
+from streamops.world.submit import submit_job
 
 
 def run_once(

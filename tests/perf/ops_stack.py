@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harness import free_port
 
-from streamops.procedures import describe_ahead
+from streamops import describe_ahead
 from streamops.services import running_service, start_service, stop_services
 from streamops.settings import Settings
 from streamops.stack.airflow_db import EMBEDDED, SQLITE

@@ -27,11 +27,11 @@ from support.oracle import (
 )
 
 from spark_jobs.runtime.savepointing import committed_offsets
-from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, BetaSimulator, read_journal
 from streamops.sim.fleet import Ping
 from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import store
 from streamops_contract.state.checkpoint_cut import last_batch
 

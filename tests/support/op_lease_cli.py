@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from support.restart_fake import install, settings_at  # noqa: E402
 
 from streamops.cli import main  # noqa: E402
-from streamops.procedures import world  # noqa: E402
+from streamops.world import port as world  # noqa: E402
 
 
 def run(argv: list[str]) -> int:

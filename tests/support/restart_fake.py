@@ -22,12 +22,12 @@ from support.fake_savepoints import FakeSavepoints
 
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import JobError, JobNotFound
-from streamops.procedures.operations import Operations
-from streamops.procedures.world import SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state.job_status import JobStatus
 from streamops.state.layout import append_jsonl
+from streamops.world.operations import Operations
+from streamops.world.port import SystemClock
 from streamops_contract.state import control
 
 JOB = "fleet-pings"

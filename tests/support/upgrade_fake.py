@@ -1,5 +1,5 @@
 """A fake world for :mod:`streamops.procedures.upgrade_steps`: one operations port
-(:class:`~streamops.procedures.operations.Operations`) whose job registry, savepoint store and
+(:class:`~streamops.world.operations.Operations`) whose job registry, savepoint store and
 submitter are hand-written fakes that record what they were asked (``calls``); the intent
 record, the control requests and the submissions file are real. Nothing is monkeypatched:
 the steps are given ``cluster.ops``.
@@ -21,14 +21,14 @@ from typing import Any
 from support.fake_savepoints import FakeSavepoints
 
 from streamops.exceptions import JobError
-from streamops.procedures.operations import Operations
-from streamops.procedures.standby import Standby
-from streamops.procedures.world import SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state.job_status import JobStatus, StageStatus
 from streamops.state.layout import append_jsonl
 from streamops.verdict import Observation
+from streamops.world.operations import Operations
+from streamops.world.port import SystemClock
+from streamops.world.standby import Standby
 from streamops_contract.state import control
 
 JOB = "fleet-pings"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from streamops.cli.deferred import choice_of
 from streamops.cli.queueing import add_wait
 from streamops.cli.tables import print_fields
-from streamops.procedures.timeouts import HEALTH_TIMEOUT
+from streamops.timeouts import HEALTH_TIMEOUT
 
 if TYPE_CHECKING:
     from streamops.settings import Settings

@@ -10,7 +10,7 @@ from streamops.cli.deferred import choice_of
 from streamops.cli.job_cmds import spare_flag
 from streamops.cli.queueing import add_wait
 from streamops.cli.tables import console, print_fields
-from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT
+from streamops.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT
 
 if TYPE_CHECKING:
     from streamops.settings import Settings
@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
                            help="health wait, seconds")
             p.add_argument(
                 "--standby",
-                type=choice_of("streamops.procedures.standby", "STANDBY_MODES", "auto"),
+                type=choice_of("streamops.world.standby", "STANDBY_MODES", "auto"),
                 default="auto", metavar="MODE",
                 help="warm: start the new version's driver as a warm standby "
                 "before stopping the old one (a gap of seconds; needs a free core for it); "
@@ -75,8 +75,8 @@ def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.admission import admit
     from streamops.describe_stages import describe_spec_stages
     from streamops.procedures.job_lease import job_operation
-    from streamops.procedures.restore import start_from_savepoint
     from streamops.spec import load_spec
+    from streamops.world.restore import start_from_savepoint
 
     spec = load_spec(args.spec)
     admit(settings, f"restore of {spec.name} v{spec.version} from {args.savepoint}",

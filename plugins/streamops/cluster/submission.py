@@ -6,7 +6,7 @@ CLI, no JVM needed) and as ``spark-submit`` arguments (used by Airflow's
 ``SparkSubmitOperator``), so the two paths cannot drift apart.
 
 This is the submission client that both sides share: the operator's procedures
-(:mod:`streamops.procedures.submit`, which adds the job registry's checks and waits) and a
+(:mod:`streamops.world.submit`, which adds the job registry's checks and waits) and a
 running hot driver that submits its own standby (``spark_jobs/runtime/hot_standby.py``).
 """
 

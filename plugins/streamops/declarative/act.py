@@ -26,20 +26,20 @@ from streamops.jobs import read_submissions
 from streamops.procedures import restart as restarts
 from streamops.procedures import savepoint_restart, savepoint_taking, upgrade_steps
 from streamops.procedures.deploy import start_job
-from streamops.procedures.operations import Operations
-from streamops.procedures.restore import clear_stale_checkpoint
 from streamops.procedures.savepoint_taking import SavepointCancel
 from streamops.procedures.step_runner import run_steps
-from streamops.procedures.timeouts import (
+from streamops.procedures.upgrade import UpgradeFailed, UpgradeRefused, upgrade
+from streamops.procedures.upgrade_plan import plan_upgrade
+from streamops.spec import JobSpec, spec_from_dict
+from streamops.state.savepoints import catalogue
+from streamops.timeouts import (
     HEALTH_TIMEOUT,
     REQUEST_TIMEOUT,
     SAVEPOINT_TIMEOUT,
     STOP_TIMEOUT,
 )
-from streamops.procedures.upgrade import UpgradeFailed, UpgradeRefused, upgrade
-from streamops.procedures.upgrade_plan import plan_upgrade
-from streamops.spec import JobSpec, spec_from_dict
-from streamops.state.savepoints import catalogue
+from streamops.world.operations import Operations
+from streamops.world.restore import clear_stale_checkpoint
 
 log = logging.getLogger("streamops.declarative.act")
 

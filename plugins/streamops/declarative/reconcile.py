@@ -40,9 +40,9 @@ from streamops.declarative.status import Cancelled, DeploymentStatus, RequestSta
 from streamops.declarative.store import Applied, Store, Unreadable
 from streamops.exceptions import JobBusy, UnreadableFile
 from streamops.procedures.job_lease import acting_as, job_operation
-from streamops.procedures.operations import Operations, World
-from streamops.procedures.world import operations
 from streamops.state.savepoints import catalogue
+from streamops.world.operations import Operations, World
+from streamops.world.port import operations
 from streamops_contract.state.locks import file_lock
 
 log = logging.getLogger("streamops.declarative.reconcile")

@@ -35,10 +35,10 @@ from streamops.procedures.cluster_restart_intent import (
     nodes_of,
 )
 from streamops.procedures.job_lease import job_operation
-from streamops.procedures.operations import Operations
-from streamops.procedures.timeouts import HEALTH_TIMEOUT
 from streamops.procedures.upgrade import upgrade
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.timeouts import HEALTH_TIMEOUT
+from streamops.world.operations import Operations
 
 log = logging.getLogger("streamops.procedures.cluster_restart")
 

@@ -37,7 +37,6 @@ from typing import Any
 from streamops.exceptions import ClusterRestartFailed, StreamopsError
 from streamops.procedures import cluster_handover as handover
 from streamops.procedures import savepoint_restart as procedure
-from streamops.procedures.cluster_nodes import switch_release_on_nodes
 from streamops.procedures.cluster_restart_intent import (
     OPERATION,
     OWNER,
@@ -52,11 +51,12 @@ from streamops.procedures.cluster_restart_intent import (
 from streamops.procedures.cluster_restart_intent import current as _current
 from streamops.procedures.cluster_restart_intent import nodes_of as _nodes
 from streamops.procedures.job_lease import job_operation
-from streamops.procedures.operations import Operations, World
 from streamops.procedures.step_runner import run_steps
-from streamops.procedures.timeouts import HEALTH_TIMEOUT
-from streamops.procedures.world import operations
 from streamops.spec import spec_from_dict
+from streamops.timeouts import HEALTH_TIMEOUT
+from streamops.world.cluster_nodes import switch_release_on_nodes
+from streamops.world.operations import Operations, World
+from streamops.world.port import operations
 
 log = logging.getLogger("streamops.procedures.cluster_restart")
 

@@ -26,7 +26,7 @@ from typing import Any
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed
 from streamops.procedures.intent_store import IntentStore, StepRecord
-from streamops.procedures.operations import Nodes, Operations, World
+from streamops.world.operations import Nodes, Operations, World
 
 log = logging.getLogger("streamops.procedures.cluster_restart")
 

@@ -4,7 +4,7 @@
 The intent ``jobs/<job>/deploy.json`` (:class:`DeployIntent`: the spec by value, the owner,
 the driver) is saved before the submission and after it, so a retried task of the same DAG
 run resumes with the driver it submitted instead of failing on it (or replaces it when it
-failed on start). The submission itself (:func:`streamops.procedures.submit.submit_job`)
+failed on start). The submission itself (:func:`streamops.world.submit.submit_job`)
 refuses a second live instance, clears orphans and submits the hot standby of a
 ``standby: hot`` spec, whatever the transport (REST, or the operator's ``spark-submit``).
 """
@@ -19,10 +19,10 @@ from streamops.exceptions import JobError
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.procedures.intents import already_started
 from streamops.procedures.job_lease import job_operation
-from streamops.procedures.operations import Operations, World
-from streamops.procedures.submit import Transport
-from streamops.procedures.world import operations
 from streamops.spec import JobSpec
+from streamops.world.operations import Operations, World
+from streamops.world.port import operations
+from streamops.world.submit import Transport
 
 log = logging.getLogger("streamops.procedures.deploy")
 

@@ -9,9 +9,9 @@ import logging
 from typing import Any
 
 from streamops.jobs import read_submissions
-from streamops.procedures.operations import Operations
 from streamops.settings import Settings
 from streamops.state.layout import read_json
+from streamops.world.operations import Operations
 
 log = logging.getLogger("streamops.procedures.intents")
 

@@ -25,13 +25,13 @@ from streamops.exceptions import ConfigError, JobError, StreamopsError
 from streamops.procedures import savepoint_restart
 from streamops.procedures.intents import already_started
 from streamops.procedures.job_lease import job_operation
-from streamops.procedures.operations import Operations, World
 from streamops.procedures.savepoint_restart import STORE, JobRestart, restart_savepoint_name
 from streamops.procedures.step_runner import run_steps, step_name
-from streamops.procedures.submit import clear_orphans
-from streamops.procedures.timeouts import HEALTH_TIMEOUT
-from streamops.procedures.world import operations
 from streamops.spec import spec_from_dict
+from streamops.timeouts import HEALTH_TIMEOUT
+from streamops.world.operations import Operations, World
+from streamops.world.port import operations
+from streamops.world.submit import clear_orphans
 
 log = logging.getLogger("streamops.procedures.restart")
 

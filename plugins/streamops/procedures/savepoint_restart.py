@@ -34,15 +34,15 @@ from streamops.exceptions import RestartFailed
 from streamops.procedures import savepoint_taking
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.procedures.intents import already_started
-from streamops.procedures.operations import Operations, World
 from streamops.procedures.savepoint_taking import SavepointCancel
-from streamops.procedures.timeouts import (
+from streamops.spec import JobSpec, spec_from_dict
+from streamops.timeouts import (
     HEALTH_TIMEOUT,
     REQUEST_TIMEOUT,
     SAVEPOINT_TIMEOUT,
     STOP_TIMEOUT,
 )
-from streamops.spec import JobSpec, spec_from_dict
+from streamops.world.operations import Operations, World
 
 log = logging.getLogger("streamops.procedures.restart")
 

@@ -17,7 +17,7 @@ intent; ``streamops save-snapshot`` keeps it in memory (:func:`savepoint_job`)::
 
 A driver that goes away during the savepoint ends the wait with what was kept (a savepoint is
 published whole or not at all). Starting a version from a savepoint is
-:mod:`streamops.procedures.restore`; the savepoint files themselves are
+:mod:`streamops.world.restore`; the savepoint files themselves are
 :mod:`streamops.state.savepoints`.
 """
 
@@ -31,11 +31,11 @@ from typing import Any
 from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound
 from streamops.procedures.intent_store import StepLog, from_dict
 from streamops.procedures.job_lease import job_operation
-from streamops.procedures.operations import Operations, Registry, World
 from streamops.procedures.step_runner import run_steps
-from streamops.procedures.timeouts import REQUEST_TIMEOUT, STOP_TIMEOUT
-from streamops.procedures.world import operations
 from streamops.state.layout import StateLayout
+from streamops.timeouts import REQUEST_TIMEOUT, STOP_TIMEOUT
+from streamops.world.operations import Operations, Registry, World
+from streamops.world.port import operations
 from streamops_contract.state import control
 
 log = logging.getLogger("streamops.procedures.savepoint_taking")

@@ -33,7 +33,14 @@ from streamops.cluster.client import executor_room
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterError, JobError, StreamopsError
 from streamops.procedures import savepoint_restart
-from streamops.procedures.cluster_nodes import (
+from streamops.procedures.intent_store import IntentStore, StepRecord
+from streamops.procedures.job_lease import job_operation
+from streamops.procedures.step_runner import run_steps, step_name
+from streamops.settings import Settings
+from streamops.state.cluster_size import record_desired_workers
+from streamops.state.job_status import StageStatus
+from streamops.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
+from streamops.world.cluster_nodes import (
     ScaleResult,
     add_worker,
     alive_in_master,
@@ -42,15 +49,8 @@ from streamops.procedures.cluster_nodes import (
     scale_to,
     wait_alive_count,
 )
-from streamops.procedures.intent_store import IntentStore, StepRecord
-from streamops.procedures.job_lease import job_operation
-from streamops.procedures.operations import Operations, World
-from streamops.procedures.step_runner import run_steps, step_name
-from streamops.procedures.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
-from streamops.procedures.world import operations
-from streamops.settings import Settings
-from streamops.state.cluster_size import record_desired_workers
-from streamops.state.job_status import StageStatus
+from streamops.world.operations import Operations, World
+from streamops.world.port import operations
 
 log = logging.getLogger("streamops.procedures.scale")
 REBALANCE = "rebalance"  # the owner (and purpose) of a rebalance's restart intent

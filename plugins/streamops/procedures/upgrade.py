@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from streamops.exceptions import StreamopsError, UpgradeFailed, UpgradeRefused
 from streamops.procedures import upgrade_steps as steps
 from streamops.procedures.job_lease import job_operation
-from streamops.procedures.operations import Operations, World
 from streamops.procedures.step_runner import run_steps
-from streamops.procedures.timeouts import HEALTH_TIMEOUT, SAVEPOINT_TIMEOUT
 from streamops.procedures.upgrade_plan import default_savepoint_name, plan_upgrade, running_stages
-from streamops.procedures.world import operations
 from streamops.spec import JobSpec
+from streamops.timeouts import HEALTH_TIMEOUT, SAVEPOINT_TIMEOUT
+from streamops.world.operations import Operations, World
+from streamops.world.port import operations
 
 __all__ = ["UpgradeFailed", "UpgradeOutcome", "UpgradeRefused", "default_savepoint_name",
            "plan_upgrade", "running_stages", "upgrade"]  # fmt: skip

@@ -11,9 +11,9 @@ from typing import Any
 
 from streamops.exceptions import JobNotFound, UpgradeFailed, UpgradeRefused
 from streamops.planner import UpgradePlan
-from streamops.procedures.operations import World
-from streamops.procedures.world import operations
 from streamops.spec import JobSpec
+from streamops.world.operations import World
+from streamops.world.port import operations
 
 log = logging.getLogger("streamops.procedures.upgrade")
 

@@ -2,7 +2,7 @@
 :mod:`streamops.procedures.cluster_restart`. The CLI (:func:`streamops.procedures.upgrade.upgrade`)
 runs them through the step runner; each task of the ``savepoint_and_upgrade`` DAG runs (or
 polls) one. Every step takes ``(ops, job, owner)``: ``ops`` the operations port
-(:mod:`streamops.procedures.operations`), ``owner`` who runs the upgrade (``cli``, or the DAG
+(:mod:`streamops.world.operations`), ``owner`` who runs the upgrade (``cli``, or the DAG
 run): only that owner resumes it::
 
     plan                 compare the stages; record the intent: both specs by value (the
@@ -38,13 +38,13 @@ from streamops.planner import StageAction
 from streamops.procedures import savepoint_taking
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.procedures.intents import already_started
-from streamops.procedures.operations import Operations, World
 from streamops.procedures.savepoint_taking import SavepointCancel, request_stands
-from streamops.procedures.standby import STANDBY_MODES, Standby
-from streamops.procedures.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, STOP_TIMEOUT
 from streamops.procedures.upgrade_plan import default_savepoint_name, plan_upgrade
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT, STOP_TIMEOUT
 from streamops.verdict import Outcome, health_verdict
+from streamops.world.operations import Operations, World
+from streamops.world.standby import STANDBY_MODES, Standby
 
 log = logging.getLogger("streamops.procedures.upgrade")
 

@@ -35,11 +35,11 @@ from streamops.cluster.class_archives import (
 from streamops.exceptions import ClusterError
 from streamops.jobs import JobRegistry
 from streamops.procedures.savepoint_taking import savepoint_job
-from streamops.procedures.submit import submit_job
 from streamops.processes import processes_with_marker, read_cmdline
 from streamops.settings import Settings
 from streamops.sim import AlphaSimulator, BetaSimulator
 from streamops.spec import load_spec
+from streamops.world.submit import submit_job
 from streamops_contract.state.locks import file_lock
 
 log = logging.getLogger("streamops.stack.class_training")

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import requests
 
+from streamops import describe_ahead
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import JobBusy, ProcessError
 from streamops.health.checks import Observation, Thresholds, check_jobs, gather
 from streamops.jobs import JobRegistry
-from streamops.procedures import describe_ahead
 from streamops.procedures.deploy import start_job
 from streamops.procedures.job_lease import holder_of, job_operation
 from streamops.services import start_service, stop_services

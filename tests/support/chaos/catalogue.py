@@ -35,9 +35,9 @@ from streamops.health.checks import run_checks
 from streamops.health.report import Level
 from streamops.procedures.restart import restart_job
 from streamops.procedures.savepoint_taking import savepoint_job
-from streamops.procedures.submit import submit_job
 from streamops.sim import read_journal
 from streamops.state.layout import read_json
+from streamops.world.submit import submit_job
 
 
 def _ps_pids(*markers: str) -> list[int]:

@@ -38,11 +38,11 @@ from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
 from streamops.jobs import JobRegistry
-from streamops.procedures.submit import submit_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import JournalRecord, valid_pings
 from streamops.spec import JobSpec, load_spec
 from streamops.stack.airflow_stack import AirflowOptions, AirflowStack
+from streamops.world.submit import submit_job
 from streamops_contract.sinks import store
 from streamops_contract.state.checkpoint_cut import last_batch
 

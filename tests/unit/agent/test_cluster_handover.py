@@ -24,10 +24,10 @@ from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed
 from streamops.procedures import cluster_handover, cluster_restart, upgrade_steps
 from streamops.procedures.cluster_restart_intent import choose_path
-from streamops.procedures.operations import Operations
 from streamops.settings import Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state.job_status import JobStatus
+from streamops.world.operations import Operations
 
 
 @dataclass

@@ -21,8 +21,8 @@ from support.upgrade_fake import V2
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed, UnknownRelease
 from streamops.procedures import cluster_restart
-from streamops.procedures.operations import Operations
 from streamops.spec import load_spec
+from streamops.world.operations import Operations
 
 
 @pytest.fixture

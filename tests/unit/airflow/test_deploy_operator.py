@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from streamops.jobs import JobRegistry, read_submissions
-from streamops.procedures.operations import Operations
-from streamops.procedures.world import ControlSavepoints, MasterSubmitter, SystemClock
 from streamops.settings import PROJECT_ROOT, Settings
+from streamops.world.operations import Operations
+from streamops.world.port import ControlSavepoints, MasterSubmitter, SystemClock
 from streamops_airflow import operators
 
 RUN = SimpleNamespace(dag_id="deploy_job", run_id="manual__1")
@@ -59,7 +59,7 @@ def test_the_deploy_dag_submits_the_hot_standby_of_a_hot_spec(
     monkeypatch.setattr(operators, "SparkStandaloneHook",
                         lambda *_: SimpleNamespace(settings=settings))  # fmt: skip
     monkeypatch.setattr(operators, "check_spark_install", lambda: install)
-    monkeypatch.setattr("streamops.procedures.submit.check_spark_install", lambda: install)
+    monkeypatch.setattr("streamops.world.submit.check_spark_install", lambda: install)
     monkeypatch.setattr("streamops.cluster.submission.check_spark_install", lambda: install)
     submitted: list[str] = []
 

@@ -17,8 +17,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 from support.source_rows import read_rows
 
 from spark_jobs.sources.alpha import AlphaDataSource, AlphaFiles, AlphaStreamReader
-from streamops.procedures.restore import restore_plan
 from streamops.sim.alpha import file_name
+from streamops.world.restore import restore_plan
 from streamops_contract.state.savepoints.manifest import Manifest, StageEntry
 
 SOURCE = "fleetsim-alpha"

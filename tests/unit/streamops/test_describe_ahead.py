@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamops.procedures.describe_ahead import candidates
+from streamops.describe_ahead import candidates
 from streamops.settings import Settings
 
 

@@ -336,7 +336,7 @@ def quiet_up(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(local_stack.LocalCluster, "start", lambda self: None)
     monkeypatch.setattr(local_stack, "start_service", lambda *a, **k: None)
     monkeypatch.setattr(local_stack, "_wait_beta", lambda port: None)
-    monkeypatch.setattr("streamops.procedures.submit.submit_job",
+    monkeypatch.setattr("streamops.world.submit.submit_job",
                         lambda spec, s, **k: submits.append(spec.name) or "driver-2")
     return submits
 

@@ -16,9 +16,9 @@ from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobAlreadyRunning, UnsafeNameError
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry, read_submissions
-from streamops.procedures.submit import ensure_not_running
 from streamops.settings import Settings
 from streamops.state.layout import append_jsonl, write_json_atomic
+from streamops.world.submit import ensure_not_running
 from streamops_contract.state import lease
 
 JOB = "fleet-pings"
@@ -511,8 +511,8 @@ def test_submit_clears_the_job_s_orphans_first(
     """`streamops submit` and `restart` (which submits) free the orphans' cores first."""
     from types import SimpleNamespace
 
-    from streamops.procedures import submit as submit_mod
     from streamops.spec import spec_from_dict
+    from streamops.world import submit as submit_mod
 
     reg.submitted("driver-1")
     started(reg, "driver-5")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from streamops.procedures.restore import clear_stale_checkpoint
 from streamops.settings import Settings
+from streamops.world.restore import clear_stale_checkpoint
 
 
 @pytest.fixture

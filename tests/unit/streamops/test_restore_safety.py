@@ -15,11 +15,11 @@ import pytest
 
 from streamops import jobs
 from streamops.exceptions import JobAlreadyRunning, SavepointError
-from streamops.procedures import restore, submit
 from streamops.settings import Settings
 from streamops.spec import spec_from_dict
 from streamops.state.layout import write_json_atomic
 from streamops.state.savepoints.catalogue import verify_savepoint
+from streamops.world import restore, submit
 from streamops_contract.state.savepoints.create import create_savepoint
 
 JOB = "fleet-pings"

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from streamops.cluster.client import WorkerInfo
-from streamops.procedures.standby import (
+from streamops.spec import spec_from_dict
+from streamops.world.standby import (
     Standby,
     handover_fits,
     standby_executors,
     standby_fits,
     wants_standby,
 )
-from streamops.spec import spec_from_dict
 
 
 def worker(cores: int, used: int, state: str = "ALIVE") -> WorkerInfo:

@@ -42,7 +42,7 @@ def candidates(settings: Settings, live: dict[str, str | None]) -> list[Path]:
 
 
 def command(settings: Settings) -> list[str]:
-    return [sys.executable, "-m", "streamops.procedures.describe_ahead",
+    return [sys.executable, "-m", "streamops.describe_ahead",
             "--state-root", str(settings.state_root)]  # fmt: skip
 
 

@@ -25,7 +25,7 @@ from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 
-log = logging.getLogger("streamops.procedures.submit")
+log = logging.getLogger("streamops.world.submit")
 
 Transport = Callable[[Submission], str]
 """How a submission reaches the master (the driver id): REST by default, ``spark-submit``
@@ -47,7 +47,7 @@ def submit_job(
     A ``standby: hot`` spec's hot standby is submitted beside it.
 
     ``standby`` (its token) submits a warm standby beside the live instance
-    (``streamops.procedures.standby``).
+    (``streamops.world.standby``).
     ``replacing``: the live driver this one succeeds, which has stopped its stages and given
     up the job's lease (a savepoint with cancel) and may still be shutting down.
 

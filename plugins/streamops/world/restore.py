@@ -20,15 +20,15 @@ from typing import Any
 from streamops.cluster.client import MasterClient
 from streamops.exceptions import JobAlreadyRunning
 from streamops.jobs import JobRegistry
-from streamops.procedures.timeouts import HEALTH_TIMEOUT, STOP_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.state.savepoints import catalogue
 from streamops.state.savepoints.restore import restore_stages
+from streamops.timeouts import HEALTH_TIMEOUT, STOP_TIMEOUT
 from streamops_contract.state.checkpoint_cut import last_batch
 from streamops_contract.state.savepoints.manifest import Manifest
 
-log = logging.getLogger("streamops.procedures.restore")
+log = logging.getLogger("streamops.world.restore")
 
 
 def earliest_positions(manifest: Manifest) -> dict[str, dict[str, Any]]:
@@ -118,7 +118,7 @@ def start_from_savepoint(
     Refused, with every checkpoint untouched, while the job has a live driver (but
     ``replacing``: the driver the savepoint was taken from with cancel, if it may still be
     shutting down; it has given up the job's lease: the new driver takes it at once)."""
-    from streamops.procedures.submit import submit_job
+    from streamops.world.submit import submit_job
 
     refuse_live_job(JobRegistry(settings, client), spec.name, replacing=replacing)
     manifest = catalogue.get_savepoint(settings.layout, savepoint, job=spec.name)

@@ -22,15 +22,15 @@ from streamops.cluster.submission import submit_hot_standby
 from streamops.exceptions import JobError
 from streamops.job_view import ENDED_DRIVER_STATES
 from streamops.jobs import JobRegistry, read_submissions
-from streamops.procedures.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
-from streamops.procedures.submit import submit_job
-from streamops.procedures.timeouts import STANDBY_TIMEOUT
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state.layout import read_json, write_json_atomic
 from streamops.state.savepoints import catalogue
+from streamops.timeouts import STANDBY_TIMEOUT
+from streamops.world.restore import clear_stale_checkpoint, prepare_checkpoints, restore_plan
+from streamops.world.submit import submit_job
 
-log = logging.getLogger("streamops.procedures.standby")
+log = logging.getLogger("streamops.world.standby")
 
 
 STANDBY_MODES = ("auto", "warm", "cold")  # an upgrade's choice: auto = warm if it fits

@@ -16,8 +16,8 @@ from streamops.cluster.daemons import MASTER_NAME, worker_index
 from streamops.cluster.node import wait_for
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import AgentError, ClusterError, ClusterRestartFailed, ConfigError
-from streamops.procedures.timeouts import MASTER_TIMEOUT
 from streamops.settings import Settings
+from streamops.timeouts import MASTER_TIMEOUT
 
 log = logging.getLogger("streamops.procedures.scale")
 

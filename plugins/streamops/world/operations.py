@@ -5,7 +5,7 @@ job ``registry`` (the jobs' views, their waits, cancels; ``registry.client`` the
 the ``savepoints`` (ask a driver for one, read the catalogue), the ``submitter`` (submit,
 start from a savepoint, warm standbys, describe a version's stages), the ``clock``, and for
 the cluster restart the ``nodes`` (the daemons, through their agents). The real one is built
-from the settings (:func:`streamops.procedures.world.operations`); a test passes one fake
+from the settings (:func:`streamops.world.port.operations`); a test passes one fake
 instead of patching modules. The entry points take either the settings or a port (:data:`World`).
 """
 
@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from streamops.cluster.client import MasterClient
     from streamops.cluster.submission import Submission
     from streamops.job_view import JobView
-    from streamops.procedures.standby import Standby
     from streamops.spec import JobSpec
     from streamops.state.layout import StateLayout
     from streamops.verdict import Observation
+    from streamops.world.standby import Standby
     from streamops_contract.state.savepoints.manifest import Manifest
 
 
@@ -106,7 +106,7 @@ class Submitter(Protocol):
 
 class Nodes(Protocol):
     """The cluster's daemons, through the node agents
-    (:mod:`streamops.procedures.cluster_nodes`)."""
+    (:mod:`streamops.world.cluster_nodes`)."""
 
     def running_workers(self) -> list[str]: ...
 
@@ -147,4 +147,4 @@ class Operations:
 
 World = Settings | Operations
 """What an entry point takes: the settings (the real world is built:
-:func:`streamops.procedures.world.operations`) or a port."""
+:func:`streamops.world.port.operations`) or a port."""

@@ -1,4 +1,4 @@
-"""The real operations port (:class:`~streamops.procedures.operations.Operations`) of a
+"""The real operations port (:class:`~streamops.world.operations.Operations`) of a
 state root: the job registry and master client of the settings, savepoints through the
 control channel and the catalogue, submissions through the master."""
 
@@ -13,14 +13,14 @@ from streamops.cluster.submission import Submission
 from streamops.describe_stages import describe_spec_stages
 from streamops.exceptions import JobError, JobNotFound, SavepointNotFound
 from streamops.jobs import JobRegistry
-from streamops.procedures import restore, standby, submit
-from streamops.procedures.cluster_nodes import AgentNodes
-from streamops.procedures.operations import Operations, World
-from streamops.procedures.standby import Standby
-from streamops.procedures.timeouts import MASTER_PATIENCE
 from streamops.settings import Settings
 from streamops.spec import JobSpec
 from streamops.state.savepoints import catalogue
+from streamops.timeouts import MASTER_PATIENCE
+from streamops.world import restore, standby, submit
+from streamops.world.cluster_nodes import AgentNodes
+from streamops.world.operations import Operations, World
+from streamops.world.standby import Standby
 from streamops_contract.state import control
 from streamops_contract.state.savepoints.manifest import Manifest
 
