@@ -2,10 +2,10 @@
 
 :func:`gather` takes one snapshot of the world (:mod:`streamops.world.snapshot`: the
 master's JSON and every job, or without the master the jobs as the state root shows them),
-judges the procedures in progress from its intent records (:mod:`streamops.health.procedures`),
+reads the procedures in progress from its intent records (:mod:`streamops.health.procedures`),
 and reads what the checked groups need besides: this state root's workers (pid files, the
 addresses their logs name), the sources' probes (:mod:`streamops.health.source_probes`), the jobs'
-stores. It returns an :class:`~streamops.health.report.HealthInputs`, a plain value that the
+stores. It returns a :class:`~streamops.health.report.HealthInputs`, a plain value that the
 checks of :mod:`streamops.health.checks` judge without any I/O. What is gathered for one
 check (the workers, a source, a store) and raises is kept as that check's error, to fail it
 alone.
