@@ -6,6 +6,10 @@ gets a new id. A job's view combines three observations:
 - ``jobs/<job>/status.json``, written by the driver itself (its driver id, app id, stages);
 - ``jobs/<job>/submissions.jsonl``, written by the ops side on every submit and cancel;
 - the master's JSON: active and completed drivers, active applications (named by job).
+
+The registry holds the commands (cancel, kill, clear orphans) and the reads of one job
+(its view, a wait's poll, the waits). Every job at once, with the master's document and the
+fallback when the master does not answer, is :func:`streamops.world.snapshot.take`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
 from streamops.cluster.worker_names import WorkerNames, worker_names
-from streamops.exceptions import ClusterNotRunning, JobError, JobNotFound, StreamopsError
+from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.job_drivers import drivers_of, recorded_ids, warm_standbys
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.settings import Settings
@@ -73,21 +77,11 @@ class JobRegistry:
 
     def view(self, name: str) -> JobView:
         check_name("job", name)
-        return self._view(name, self.client.state())
+        return self.view_in(name, self.client.state())
 
     def list(self) -> list[JobView]:
         master = self.client.state()
-        return [self._view(n, master) for n in self.names()]
-
-    def seen(self) -> tuple[list[JobView], dict[str, Any] | None]:
-        """Every job and the master's document, through the master if it answers; else each
-        job as the state root alone shows it (a driver runs on while the master is away),
-        and ``None``. The one place the master-down fallback is written."""
-        try:
-            master = self.client.state()
-        except ClusterNotRunning:
-            return [self.view_from_state(n) for n in self.names()], None
-        return [self._view(n, master) for n in self.names()], master
+        return [self.view_in(n, master) for n in self.names()]
 
     def view_from_state(self, name: str) -> JobView:
         """The job as the state root alone shows it, for when the master does not answer: live
@@ -111,7 +105,9 @@ class JobRegistry:
             status=status,
         )
 
-    def _view(self, name: str, master: dict[str, Any]) -> JobView:
+    def view_in(self, name: str, master: dict[str, Any]) -> JobView:
+        """The job as ``master`` (the master's ``/json/``, fetched by the caller) and the state
+        root show it."""
         status = read_status(self.layout, name)
         submitted = [
             s
@@ -318,13 +314,13 @@ class JobRegistry:
         orphans first, its running driver last, and wait until none is left; the drivers
         killed, in that order. The job's lease is then given up."""
         master = self.client.state()
-        view, ours = self._view(name, master), self.drivers(name, master)
+        view, ours = self.view_in(name, master), self.drivers(name, master)
         identify_by = time.monotonic() + timeout
         while not ours and view.is_live and time.monotonic() < identify_by:
             log.info("job %s is relaunching; waiting for its driver to identify itself", name)
             time.sleep(2.0)
             master = self.client.state()
-            view, ours = self._view(name, master), self.drivers(name, master)
+            view, ours = self.view_in(name, master), self.drivers(name, master)
         if not ours:
             if not view.is_live:
                 raise JobNotFound(f"job {name} is not running (state {view.state})")
@@ -352,7 +348,7 @@ class JobRegistry:
         are gone; those killed. With no driver of the job left live, a lease whose holder
         is dead is given up (``lease.give_up``)."""
         master = self.client.state()
-        view, ours = self._view(name, master), self.drivers(name, master)
+        view, ours = self.view_in(name, master), self.drivers(name, master)
         submitted = read_submissions(self.layout.submissions_file(name))
         kept = set(keep) | warm_standbys(submitted)
         if view.is_live and view.driver_id:
@@ -375,7 +371,7 @@ class JobRegistry:
         while True:
             master = self.client.state()
             left = {d.id for d in self.drivers(name, master)} & ids
-            if not left and not (app and self._view(name, master).is_live):
+            if not left and not (app and self.view_in(name, master).is_live):
                 return
             if time.monotonic() > deadline:
                 raise JobError(f"job {name} still live {timeout:.0f}s after its drivers were "

@@ -15,7 +15,7 @@ from support.alert_receiver import receiving
 from support.dag_runs import load_dag, task_states
 
 from streamops.health import checks as health
-from streamops.health.checks import CheckResult, Observation
+from streamops.health.checks import CheckResult, HealthInputs
 from streamops.settings import Settings
 
 pytestmark = pytest.mark.usefixtures("airflow_db")
@@ -25,7 +25,7 @@ CONF = {"expected_workers": 0}
 
 
 
-def boom(obs: Observation) -> list[CheckResult]:
+def boom(obs: HealthInputs) -> list[CheckResult]:
     raise RuntimeError("a check with a bug")
 
 

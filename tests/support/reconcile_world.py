@@ -12,7 +12,7 @@ import pytest
 
 from streamops.declarative import act, inflight, reconcile
 from streamops.declarative.inflight import InFlight
-from streamops.declarative.observe import JobSeen, Observation
+from streamops.declarative.observe import JobSeen, ReconcileView
 from streamops.declarative.resources import Deployment
 from streamops.declarative.store import Store
 from streamops.settings import Settings
@@ -35,8 +35,8 @@ def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
     details: list[dict[str, Any]] = []  # each call's record.detail
     behaviour: dict[str, Any] = {}
 
-    def fake_observe(settings: Settings, names: list[str], **_: Any) -> Observation:
-        return Observation(0.0, cluster_up=True, jobs={n: jobs.get(n, JobSeen()) for n in names})
+    def fake_observe(settings: Settings, names: list[str], **_: Any) -> ReconcileView:
+        return ReconcileView(0.0, cluster_up=True, jobs={n: jobs.get(n, JobSeen()) for n in names})
 
     def fake_act(settings: Settings, record: InFlight, save: Any, d: Deployment) -> act.Outcome:
         calls.append((d.name, record.action, record.owner))

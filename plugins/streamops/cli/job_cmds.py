@@ -112,17 +112,14 @@ def jobs_table(views: list[JobView]) -> Listing:
 
 
 def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.exceptions import ClusterNotRunning
-    from streamops.jobs import JobRegistry
+    from streamops.world.snapshot import take
 
-    registry = JobRegistry(settings)
-    note = None
-    try:
-        views = registry.list()
-    except ClusterNotRunning as exc:  # the drivers may run on: the state root still tells
-        views = [registry.view_from_state(name) for name in registry.names()]
-        note = (f"the Spark master did not answer ({exc}); the jobs are shown from the state "
-                f"root {settings.state_root}: live while a driver keeps the job's lease fresh")
+    snapshot = take(settings)  # the drivers may run on without the master: the state root tells
+    views, note = snapshot.views, None
+    if not snapshot.master_up:
+        note = (f"the Spark master did not answer ({snapshot.master_error}); the jobs are shown "
+                f"from the state root {settings.state_root}: live while a driver keeps the "
+                "job's lease fresh")  # fmt: skip
     if args.json:
         fields = (
             "name", "version", "state", "is_live", "driver_id", "driver_state", "worker",

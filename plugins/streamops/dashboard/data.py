@@ -1,10 +1,11 @@
 """What the dashboard shows, read from the job stores and the state root (never written).
 
 The figures are the ones ``streamops jobs``, ``streamops health`` and ``list-snapshots`` read
-(the job registry, ``status.json``, the source probes of :mod:`streamops.health.source_probes`, the
-savepoint manifests, the health history), gathered once per request so that the jobs panel and
-``/metrics`` cannot disagree. The master may be down: the jobs are then judged from the state
-root alone (:meth:`JobRegistry.seen`), as the health check does.
+(one snapshot of the world, :mod:`streamops.world.snapshot`: the jobs and the savepoint
+manifests; ``status.json``, the source probes of :mod:`streamops.health.source_probes`, the
+health history), gathered once per request so that the jobs panel and ``/metrics`` cannot
+disagree. The master may be down: the snapshot then shows the jobs as the state root alone
+does, as the health check judges them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from streamops.jobs import JobRegistry, JobView, spec_args
 from streamops.settings import Settings
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints.catalogue import list_savepoints
+from streamops.world.snapshot import Snapshot, take
 from streamops_contract.sinks.store import trade_series, vehicles
 
 PROBE_TIMEOUT_S = 1.0
@@ -131,12 +133,6 @@ class FleetStore:
         self.engine.dispose()
 
 
-def job_views(settings: Settings) -> list[JobView]:
-    """Every job of the state root, through the master if it answers, else from the state
-    root (a driver keeps running while the master is away)."""
-    return JobRegistry(settings).seen()[0]
-
-
 def _sources(
     info: StageStatus, args: dict[str, Any], states: dict[str, Any], prober: Prober
 ) -> tuple[SourceFigures, ...]:
@@ -151,10 +147,11 @@ def _sources(
     return tuple(out)
 
 
-def _savepoint_ages(settings: Settings, now: float) -> dict[tuple[str, str], float]:
+def _savepoint_ages(snapshot: Snapshot) -> dict[tuple[str, str], float]:
     """Per ``(job, stage)``: seconds since the newest complete savepoint holding the stage."""
     ages: dict[tuple[str, str], float] = {}
-    for info in list_savepoints(settings.layout, clean=False):  # newest first
+    now = snapshot.taken_at
+    for info in snapshot.savepoints:  # newest first
         for stage in info.stages:
             ages.setdefault((info.job, stage), round(now - info.created_at, 1))
     return ages
@@ -205,10 +202,10 @@ def _figures(
 
 
 def gather_jobs(settings: Settings) -> list[JobFigures]:
-    """The figures of every job, read once: for the jobs panel and for ``/metrics``."""
-    now, prober = time.time(), Prober(PROBE_TIMEOUT_S)
-    ages, health = _savepoint_ages(settings, now), _health_levels(settings)
-    return [_figures(settings, v, prober, ages, health, now) for v in job_views(settings)]
+    """The figures of every job, from one snapshot: for the jobs panel and for ``/metrics``."""
+    snapshot, prober = take(settings), Prober(PROBE_TIMEOUT_S)
+    ages, health, now = _savepoint_ages(snapshot), _health_levels(settings), snapshot.taken_at
+    return [_figures(settings, v, prober, ages, health, now) for v in snapshot.views]
 
 
 def savepoints(settings: Settings) -> list[dict[str, Any]]:

@@ -1,16 +1,18 @@
-"""Observe: the cluster, the state root and the resources, once per look, into plain values
-that :mod:`streamops.declarative.decide` judges without I/O."""
+"""Observe: one snapshot of the world (:mod:`streamops.world.snapshot`) per look, into the
+plain values that :mod:`streamops.declarative.decide` judges without I/O. While the master
+does not answer the reconcile judges no job: the view says so, and holds none."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamops.exceptions import ClusterNotRunning, StreamopsError
+from streamops.exceptions import StreamopsError
+from streamops.job_view import JobView
 from streamops.jobs import JobRegistry, current_spec, read_submissions
 from streamops.settings import Settings
 from streamops.state.savepoints import catalogue
+from streamops.world.snapshot import Snapshot, take
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,10 @@ class SavepointSeen:
 
 
 @dataclass(frozen=True)
-class Observation:
+class ReconcileView:
+    """What one decision looks at: the jobs named, and their savepoints, as a snapshot shows
+    them; none while the master is down (``cluster_up`` False)."""
+
     now: float
     cluster_up: bool
     cluster_error: str = ""
@@ -51,8 +56,9 @@ class Observation:
         return self.jobs.get(name, JobSeen())
 
 
-def observe_job(settings: Settings, registry: JobRegistry, name: str) -> JobSeen:
-    view = registry.view(name)
+def observe_job(settings: Settings, view: JobView) -> JobSeen:
+    """One job of a snapshot, with what the decision needs of its records."""
+    name = view.name
     subs = [s for s in read_submissions(settings.layout.submissions_file(name))
             if s.get("event") == "submitted" and not s.get("standby")
             and not s.get("hot_standby")]  # fmt: skip
@@ -74,10 +80,10 @@ def observe_job(settings: Settings, registry: JobRegistry, name: str) -> JobSeen
     )  # fmt: skip
 
 
-def savepoints_of(settings: Settings, job: str) -> list[SavepointSeen]:
+def savepoints_of(settings: Settings, snapshot: Snapshot, job: str) -> list[SavepointSeen]:
     layout = settings.layout
     out = []
-    for info in catalogue.list_savepoints(layout, job, clean=False):
+    for info in snapshot.savepoints_of(job):
         try:
             restorable = not catalogue.check_savepoint(layout, info.name)
         except StreamopsError:
@@ -87,14 +93,13 @@ def savepoints_of(settings: Settings, job: str) -> list[SavepointSeen]:
 
 
 def observe(settings: Settings, jobs: list[str], *, with_savepoints: set[str] | None = None,
-            registry: JobRegistry | None = None) -> Observation:  # fmt: skip
-    """The named jobs (and the savepoints of those in ``with_savepoints``) as they are now. A
-    master that does not answer is said, and no job is judged."""
-    registry = registry or JobRegistry(settings)
-    now = time.time()
-    try:
-        seen = {name: observe_job(settings, registry, name) for name in jobs}
-    except ClusterNotRunning as exc:
-        return Observation(now, cluster_up=False, cluster_error=str(exc))
-    saved = {job: savepoints_of(settings, job) for job in sorted(with_savepoints or ())}
-    return Observation(now, cluster_up=True, jobs=seen, savepoints=saved)
+            registry: JobRegistry | None = None) -> ReconcileView:  # fmt: skip
+    """The named jobs (and the savepoints of those in ``with_savepoints``) as one snapshot
+    shows them now. A master that does not answer is said, and no job is judged."""
+    snapshot = take(settings, jobs, registry=registry)
+    if not snapshot.master_up:
+        return ReconcileView(snapshot.taken_at, cluster_up=False,
+                             cluster_error=snapshot.master_error)  # fmt: skip
+    seen = {name: observe_job(settings, snapshot.jobs[name]) for name in jobs}
+    saved = {job: savepoints_of(settings, snapshot, job) for job in sorted(with_savepoints or ())}
+    return ReconcileView(snapshot.taken_at, cluster_up=True, jobs=seen, savepoints=saved)

@@ -1,5 +1,5 @@
 """Health checks of capacity: jobs waiting for cores, and whether the cluster holds its jobs
-after the loss of its largest worker. Pure: they judge an :class:`Observation` (the master's
+after the loss of its largest worker. Pure: they judge an :class:`HealthInputs` (the master's
 ``/json/``, the workers by node name, what each job's spec holds) with
 :mod:`streamops.cluster.capacity`.
 
@@ -19,20 +19,20 @@ from typing import Any
 
 from streamops.cluster.capacity import Node, app_waits, free_text, nodes_of_master, spare_check
 from streamops.cluster.capacity import wait_detail as _detail
-from streamops.health.report import CheckResult, Level, Observation
+from streamops.health.report import CheckResult, HealthInputs, Level
 
 
-def _names(obs: Observation) -> dict[str, str]:
+def _names(obs: HealthInputs) -> dict[str, str]:
     """Worker id → node name, for this state root's workers."""
     seen = obs.workers.workers if obs.workers else ()
     return {w.id: w.name for w in seen if w.id and w.name}
 
 
-def nodes(obs: Observation) -> list[Node]:
+def nodes(obs: HealthInputs) -> list[Node]:
     return nodes_of_master(obs.master or {}, _names(obs))
 
 
-def add_worker_command(obs: Observation) -> str:
+def add_worker_command(obs: HealthInputs) -> str:
     """The command that adds a worker: the first of this state root's workers that is not
     ALIVE (a dead node's), else one worker more than ALIVE now."""
     master: dict[str, Any] = obs.master or {}
@@ -51,7 +51,7 @@ def add_worker_command(obs: Observation) -> str:
     return f"streamops scale --workers {alive + 1}"
 
 
-def check_job_capacity(obs: Observation) -> list[CheckResult]:
+def check_job_capacity(obs: HealthInputs) -> list[CheckResult]:
     """One result per job whose application waits for cores (none when every job holds
     what its spec wants)."""
     if obs.master is None:
@@ -70,7 +70,7 @@ def check_job_capacity(obs: Observation) -> list[CheckResult]:
     return out
 
 
-def check_cluster_capacity(obs: Observation) -> list[CheckResult]:
+def check_cluster_capacity(obs: HealthInputs) -> list[CheckResult]:
     """Free cores per worker, and whether N+1 holds for the declared jobs (nothing when no
     job's spec is known)."""
     if not obs.needs:

@@ -2,7 +2,7 @@
 
 :func:`~streamops.health.gather.gather` does all the I/O (the master's JSON, the job
 registry, pid files and worker logs, the sources' probes, the stores) and returns an
-:class:`Observation`, a plain value; every check is then a pure function of it, so a table of
+:class:`HealthInputs`, a plain value; every check is then a pure function of it, so a table of
 observations tests them all.
 
 Five groups of checks, each giving ``ok`` / ``warn`` / ``fail`` with a message that names what
@@ -49,9 +49,9 @@ from streamops.health.gather import GROUPS, declared_jobs, gather, newest_write
 from streamops.health.procedures import ProcedureSeen, procedure_result
 from streamops.health.report import (
     CheckResult,
+    HealthInputs,
     HealthReport,
     Level,
-    Observation,
     SinkSeen,
     Thresholds,
     WorkersSeen,
@@ -70,7 +70,7 @@ __all__ = [
     "CheckResult",
     "HealthReport",
     "Level",
-    "Observation",
+    "HealthInputs",
     "Thresholds",
     "declared_jobs",
     "gather",
@@ -84,7 +84,7 @@ __all__ = [
 
 
 # --- checks -----------------------------------------------------------------------------
-def check_cluster(obs: Observation) -> list[CheckResult]:
+def check_cluster(obs: HealthInputs) -> list[CheckResult]:
     s = obs.settings
     procedures = [procedure_result(p, obs.now) for p in obs.procedures if p.job is None]
     supervised = isolated("cluster", "daemons", lambda: _check_daemons(obs))
@@ -109,7 +109,7 @@ def check_cluster(obs: Observation) -> list[CheckResult]:
             *procedures]  # fmt: skip
 
 
-def _check_daemons(obs: Observation) -> list[CheckResult]:
+def _check_daemons(obs: HealthInputs) -> list[CheckResult]:
     """What the node agents' supervisors did (:mod:`streamops.health.daemons`); nothing
     when no agent keeps a record (or they were not gathered)."""
     if obs.daemons_error:
@@ -118,7 +118,7 @@ def _check_daemons(obs: Observation) -> list[CheckResult]:
     return [check_daemons(obs.daemons, obs.now)] if obs.daemons else []
 
 
-def _check_workers(obs: Observation) -> CheckResult:
+def _check_workers(obs: HealthInputs) -> CheckResult:
     assert obs.master is not None
     seen = obs.workers or WorkersSeen(obs.thresholds.expected_workers or 0)  # none gathered
     if seen.error:
@@ -157,7 +157,7 @@ def _dead_workers(
     return out[:5]
 
 
-def check_jobs(obs: Observation) -> list[CheckResult]:
+def check_jobs(obs: HealthInputs) -> list[CheckResult]:
     """Every job that should run (declared, or stopped by a procedure in progress) runs, and
     every procedure of a job in progress fails (it stopped the job, or is about to)."""
     busy = {p.job: p for p in obs.procedures if p.job and not p.closed}
@@ -171,13 +171,13 @@ def check_jobs(obs: Observation) -> list[CheckResult]:
     return out or [CheckResult("jobs", "jobs", Level.OK, _no_declared_job(obs))]
 
 
-def _job(obs: Observation, name: str, busy: ProcedureSeen | None) -> CheckResult:
+def _job(obs: HealthInputs, name: str, busy: ProcedureSeen | None) -> CheckResult:
     if obs.master is None:
         return _check_job_without_master(obs, name, busy)
     return _check_job(name, obs.views.get(name), busy)
 
 
-def _no_declared_job(obs: Observation) -> str:
+def _no_declared_job(obs: HealthInputs) -> str:
     if not obs.dormant:
         return "no declared job"
     why = "; ".join(f"{name} {reason}" for name, reason in sorted(obs.dormant.items()))
@@ -214,7 +214,7 @@ def _check_job(name: str, view: JobView | None, busy: ProcedureSeen | None = Non
 
 
 def _check_job_without_master(
-    obs: Observation, name: str, busy: ProcedureSeen | None = None
+    obs: HealthInputs, name: str, busy: ProcedureSeen | None = None
 ) -> CheckResult:
     """A job judged from the state root while the master is down: its driver may run on."""
     view = obs.views.get(name)
@@ -230,7 +230,7 @@ def _check_job_without_master(
                        "relaunched")  # fmt: skip
 
 
-def check_progress(obs: Observation) -> list[CheckResult]:
+def check_progress(obs: HealthInputs) -> list[CheckResult]:
     out = []
     for view in obs.live_views:
         out += isolated("progress", view.name, lambda v=view: _job_progress(obs, v),
@@ -238,7 +238,7 @@ def check_progress(obs: Observation) -> list[CheckResult]:
     return out or [CheckResult("progress", "progress", Level.OK, "no running job to check")]
 
 
-def _job_progress(obs: Observation, view: JobView) -> list[CheckResult]:
+def _job_progress(obs: HealthInputs, view: JobView) -> list[CheckResult]:
     out = []
     for stage, info in view.stages.items():
         out.append(_check_stage_age(obs, view.name, stage, info))
@@ -248,7 +248,7 @@ def _job_progress(obs: Observation, view: JobView) -> list[CheckResult]:
     return out
 
 
-def _check_stage_age(obs: Observation, job: str, stage: str, info: StageStatus) -> CheckResult:
+def _check_stage_age(obs: HealthInputs, job: str, stage: str, info: StageStatus) -> CheckResult:
     name, limit = f"{job}/{stage}", obs.thresholds.max_batch_age
     last = info.last_batch_at
     if info.idle_since:
@@ -296,7 +296,7 @@ def _check_rates(t: Thresholds, job: str, stage: str, info: StageStatus) -> Chec
     )
 
 
-def check_sinks(obs: Observation) -> list[CheckResult]:
+def check_sinks(obs: HealthInputs) -> list[CheckResult]:
     out = []
     for view in obs.live_views:
         out += isolated("sinks", f"{view.name}/store", lambda v=view: [_check_sink(obs, v)],
@@ -304,7 +304,7 @@ def check_sinks(obs: Observation) -> list[CheckResult]:
     return out or [CheckResult("sinks", "sinks", Level.OK, "no running job sink to check")]
 
 
-def _check_sink(obs: Observation, view: JobView) -> CheckResult:
+def _check_sink(obs: HealthInputs, view: JobView) -> CheckResult:
     name, limit = f"{view.name}/store", obs.thresholds.max_sink_age
     seen = obs.sinks.get(view.name) or SinkSeen(declared=False)
     if not seen.declared:
@@ -331,7 +331,7 @@ def _check_sink(obs: Observation, view: JobView) -> CheckResult:
     )
 
 
-CHECKS: dict[str, Callable[[Observation], list[CheckResult]]] = {
+CHECKS: dict[str, Callable[[HealthInputs], list[CheckResult]]] = {
     "cluster": check_cluster,
     "jobs": check_jobs,
     "progress": check_progress,
@@ -367,8 +367,8 @@ def run_checks(
 
 
 def judge(
-    obs: Observation, groups: Iterable[str] = GROUPS,
-    checks: dict[str, Callable[[Observation], list[CheckResult]]] = CHECKS,
+    obs: HealthInputs, groups: Iterable[str] = GROUPS,
+    checks: dict[str, Callable[[HealthInputs], list[CheckResult]]] = CHECKS,
 ) -> HealthReport:  # fmt: skip
     """The report of ``groups`` on one observation (pure): a check that raises is that
     group's ``fail``, naming the exception and where, and the other groups still report."""

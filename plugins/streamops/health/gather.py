@@ -1,10 +1,11 @@
 """Gathering what the health checks look at: the one place of a health run that does I/O.
 
-:func:`gather` reads the master's JSON, the procedures in progress (their intent records,
-:mod:`streamops.health.procedures`), the job registry (or, without the master, the state
-root), and what the checked groups need besides: this state root's workers (pid files, the
+:func:`gather` takes one snapshot of the world (:mod:`streamops.world.snapshot`: the
+master's JSON and every job, or without the master the jobs as the state root shows them),
+reads the procedures in progress from its intent records (:mod:`streamops.health.procedures`),
+and reads what the checked groups need besides: this state root's workers (pid files, the
 addresses their logs name), the sources' probes (:mod:`streamops.health.source_probes`), the jobs'
-stores. It returns an :class:`~streamops.health.report.Observation`, a plain value that the
+stores. It returns a :class:`~streamops.health.report.HealthInputs`, a plain value that the
 checks of :mod:`streamops.health.checks` judge without any I/O. What is gathered for one
 check (the workers, a source, a store) and raises is kept as that check's error, to fail it
 alone.
@@ -25,15 +26,16 @@ from streamops.cluster.worker_names import started_addresses
 from streamops.exceptions import Unhealthy
 from streamops.health.daemons import gather_daemons
 from streamops.health.procedures import gather_procedures
-from streamops.health.report import Observation, SinkSeen, Thresholds, WorkersSeen
+from streamops.health.report import HealthInputs, SinkSeen, Thresholds, WorkersSeen
 from streamops.health.source_probes import Prober, SourceProbe, probe_job
 from streamops.job_view import JobView
-from streamops.jobs import JobRegistry, current_spec, read_submissions, spec_args
+from streamops.jobs import current_spec, read_submissions, spec_args
 from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
 from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout
 from streamops.tracebacks import describe
+from streamops.world.snapshot import take
 
 log = logging.getLogger("streamops.health.gather")
 
@@ -86,25 +88,24 @@ def expected_workers(settings: Settings, thresholds: Thresholds) -> int:
 def gather(
     settings: Settings, thresholds: Thresholds, jobs: Sequence[str] | None = None,
     groups: Iterable[str] = GROUPS,
-) -> Observation:  # fmt: skip
-    """Read everything the checks of ``groups`` look at, once: the master, the procedures in
-    progress, the view of every job to check (default: the declared ones, and those a
-    procedure stopped), and what the groups need besides (workers, source probes, stores).
-    The only I/O of a health run."""
+) -> HealthInputs:  # fmt: skip
+    """Read everything the checks of ``groups`` look at, once: one snapshot of the world (the
+    master asked once), the procedures in progress, the view of every job to check (default:
+    the declared ones, and those a procedure stopped), and what the groups need besides
+    (workers, source probes, stores). The only I/O of a health run."""
     wanted = set(groups)
     layout = settings.layout
-    registry = JobRegistry(settings)
-    listed, master = registry.seen()  # master down: the jobs as the state root shows them
-    views = {v.name: v for v in listed}
+    snapshot = take(settings)  # master down: the jobs as the state root shows them
+    views, master = snapshot.jobs, snapshot.master
     known = set(views)
     expected = expected_workers(settings, thresholds)
-    procedures = gather_procedures(settings, sorted(known), expected)
+    procedures = gather_procedures(settings, sorted(known), expected, snapshot.intents)
     # expected to run besides the declared jobs: those a procedure in progress stopped, and
     # those running (whatever their last submission event says, e.g. a killed standby's)
     busy = {p.job for p in procedures if p.job and not p.closed}
     running = {n for n, v in views.items() if v.is_live and v.status.state == "RUNNING"}
     names = list(jobs) if jobs else declared_jobs(layout, busy | running)
-    obs = Observation(settings, thresholds, master, names)
+    obs = HealthInputs(settings, thresholds, master, names)
     obs.procedures = [p for p in procedures if p.job is None or p.job in names]
     reasons = {n: dormant_reason(layout, n) for n in sorted(known - set(names))}
     obs.dormant = {n: why for n, why in reasons.items()

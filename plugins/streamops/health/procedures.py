@@ -88,13 +88,12 @@ class _Seen:
     cluster_restart_over: bool  # no cluster restart in progress
 
 
-def gather_procedures(settings: Settings, jobs: list[str], expected_workers: int) -> list[
-    ProcedureSeen
-]:  # fmt: skip
+def gather_procedures(settings: Settings, jobs: list[str], expected_workers: int,
+                      found: list[IntentSeen] | None = None) -> list[ProcedureSeen]:  # fmt: skip
     """Every unfinished procedure (and one lately closed as failed), of any kind: the
     procedures of ``jobs``, the cluster's, the reconcile's actions (a record that cannot be
-    read is logged and left out)."""
-    found = records(settings.layout)
+    read is logged and left out); of ``found`` (default: the intent records read now)."""
+    found = records(settings.layout) if found is None else found
     ctx = _Seen(settings, expected_workers, not any(
         r.kind.name == "cluster-restart" and not r.finished for r in found))  # fmt: skip
     out: list[ProcedureSeen] = []

@@ -236,7 +236,7 @@ class ProcedureSeen:
 
 
 @dataclass
-class Observation:
+class HealthInputs:
     """Everything the checks look at, gathered once (:func:`streamops.health.checks.gather`) before
     any of them judges: a plain value, so every check is a pure function of it."""
 

@@ -1,6 +1,6 @@
 """The ``sources`` health checks: every source of each running job, head against committed.
 
-A pure function of the gathered :class:`~streamops.health.report.Observation`: the sources'
+A pure function of the gathered :class:`~streamops.health.report.HealthInputs`: the sources'
 upstreams were probed while gathering (:mod:`streamops.health.source_probes`, the code that knows
 how each kind of source is asked), and what the job's own readers report is in its status.
 Per source, worst first:
@@ -29,11 +29,11 @@ from typing import Any
 
 from streamops.exceptions import ConfigError
 from streamops.health.crash import isolated
-from streamops.health.report import CheckResult, Level, Observation, Thresholds
+from streamops.health.report import CheckResult, HealthInputs, Level, Thresholds
 from streamops.health.source_probes import SourceProbe
 
 
-def check_sources(obs: Observation) -> list[CheckResult]:
+def check_sources(obs: HealthInputs) -> list[CheckResult]:
     """Every probed source of each running job, with what its readers reported."""
     out = []
     for view in obs.live_views:
@@ -44,7 +44,7 @@ def check_sources(obs: Observation) -> list[CheckResult]:
     return out or [CheckResult("sources", "sources", Level.OK, "no running job source to check")]
 
 
-def _source(obs: Observation, job: str, source: str, probe: SourceProbe) -> CheckResult:
+def _source(obs: HealthInputs, job: str, source: str, probe: SourceProbe) -> CheckResult:
     state = obs.views[job].status.sources_state.get(source) or {}
     return _worst(_probed(obs.thresholds, job, probe), *_reported(obs, job, source, state))
 
@@ -80,7 +80,7 @@ def _worst(*results: CheckResult) -> CheckResult:
 
 
 def _reported(
-    obs: Observation, job: str, source: str, state: dict[str, Any]
+    obs: HealthInputs, job: str, source: str, state: dict[str, Any]
 ) -> list[CheckResult]:
     """What the job's readers reported of ``source``: degraded, losses, late files."""
     name, t, out = f"{job}/{source}", obs.thresholds, []

@@ -24,7 +24,7 @@ import requests
 from streamops import describe_ahead
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import JobBusy, ProcessError
-from streamops.health.checks import Observation, Thresholds, check_jobs, gather
+from streamops.health.checks import HealthInputs, Thresholds, check_jobs, gather
 from streamops.jobs import JobRegistry
 from streamops.procedures.deploy import start_job
 from streamops.procedures.job_lease import holder_of, job_operation
@@ -97,7 +97,7 @@ def _wait_beta(url: str, timeout: float = 30.0) -> None:
     raise ProcessError(f"fleetsim-beta did not answer at {health} within {timeout:.0f}s")
 
 
-def up(settings: Settings, opts: StackOptions) -> Observation:
+def up(settings: Settings, opts: StackOptions) -> HealthInputs:
     """Start everything and submit the job, unless a procedure in progress stopped it (it
     resumes the job itself; the observation returned says so). The jobs as health sees them
     at the end."""
@@ -132,7 +132,7 @@ def up(settings: Settings, opts: StackOptions) -> Observation:
     return gather(settings, Thresholds(), groups=["jobs"])
 
 
-def job_lines(obs: Observation) -> list[tuple[bool, str]]:
+def job_lines(obs: HealthInputs) -> list[tuple[bool, str]]:
     """What ``up`` says of each job, from a health observation: ``(running, line)``. A job
     runs when its driver is live and healthy; any other is stopped, with the reason the
     health check gives, and every procedure in progress with what resumes it."""

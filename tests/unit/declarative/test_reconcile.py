@@ -12,7 +12,7 @@ from support.reconcile_world import Killed, dep
 
 from streamops.declarative import act, inflight, reconcile
 from streamops.declarative.inflight import InFlight
-from streamops.declarative.observe import Observation
+from streamops.declarative.observe import ReconcileView
 from streamops.declarative.resources import Deployment, SavepointRequest
 from streamops.exceptions import JobError
 from streamops.settings import Settings
@@ -82,7 +82,7 @@ def test_master_down_waits_without_error(world: dict[str, Any], monkeypatch: pyt
     monkeypatch.setattr(
         reconcile,
         "observe",
-        lambda *a, **k: Observation(0.0, cluster_up=False, cluster_error="down"),
+        lambda *a, **k: ReconcileView(0.0, cluster_up=False, cluster_error="down"),
     )
     result = reconcile.reconcile_once(settings)
     assert result.ok and {a for _, a, _ in result.actions} == {"wait"}

@@ -1,5 +1,5 @@
 """Health checks judged on hand-built observations: every check is a pure function of an
-:class:`Observation` (the master's JSON, job views, workers, probes and stores are plain
+:class:`HealthInputs` (the master's JSON, job views, workers, probes and stores are plain
 values); the gathering is tested on real files (logs, status, submissions, alpha directory,
 SQLite store, history) in tmp_path."""
 
@@ -16,7 +16,7 @@ from sqlalchemy import Column, Float, MetaData, String, Table, create_engine
 from streamops.exceptions import Unhealthy
 from streamops.health import checks as health
 from streamops.health import gather as health_gather
-from streamops.health.checks import CheckResult, HealthReport, Level, Observation, Thresholds
+from streamops.health.checks import CheckResult, HealthInputs, HealthReport, Level, Thresholds
 from streamops.health.report import SinkSeen, WorkersSeen
 from streamops.health.source_probes import Prober, probe_job
 from streamops.job_view import JobView
@@ -93,10 +93,10 @@ def obs(
     *,
     log_names: dict[str, str] | None = None,
     **limits: Any,
-) -> Observation:
+) -> HealthInputs:
     if master is None:
         master = {"status": "ALIVE", "workers": [worker(1), worker(2)]}
-    return Observation(
+    return HealthInputs(
         settings,
         Thresholds(expected_workers=2, **limits),
         master,
@@ -143,7 +143,7 @@ def test_an_unnamed_dead_worker_is_named_by_address(settings: Settings) -> None:
 
 
 def test_a_silent_master_fails_every_cluster_and_job_check(settings: Settings) -> None:
-    o = Observation(settings, Thresholds(), None, [JOB])
+    o = HealthInputs(settings, Thresholds(), None, [JOB])
     [master] = health.check_cluster(o)
     assert master.level is Level.FAIL and "does not answer" in master.message
     assert health.check_jobs(o)[0].level is Level.FAIL
@@ -236,7 +236,7 @@ def with_sources(alpha_file: str, seq: int, alpha_id: str = "fleetsim-alpha") ->
     return view({"vehicles": stage(sources=sources)})
 
 
-def probed(o: Observation) -> Observation:
+def probed(o: HealthInputs) -> HealthInputs:
     """``o`` with its sources probed as :func:`health_gather.gather` probes them."""
     prober = Prober(1.0)
     o.sources = {v.name: probe_job(prober, v, spec_args(o.settings, v.name) or {})

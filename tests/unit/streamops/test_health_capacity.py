@@ -12,7 +12,7 @@ from typing import Any
 from streamops.cluster.capacity import FAILOVER_GOAL, Need
 from streamops.cluster.status import WorkerStatus
 from streamops.health import checks as health
-from streamops.health.checks import Level, Observation, Thresholds
+from streamops.health.checks import HealthInputs, Level, Thresholds
 from streamops.health.report import WorkersSeen
 from streamops.job_view import JobView
 from streamops.settings import Settings
@@ -37,12 +37,12 @@ def starting(job: str) -> JobView:
                    None, JobStatus.parse({"state": "STARTING", "stages": {}}))  # fmt: skip
 
 
-def obs(waited: float, doc: dict[str, Any] | None = None, **parts: Any) -> Observation:
+def obs(waited: float, doc: dict[str, Any] | None = None, **parts: Any) -> HealthInputs:
     seen = WorkersSeen(3, (worker("worker-2", W2), worker("worker-3", W1),
                            worker("worker-1", None, "STARTING")))  # fmt: skip
     needs = {"fleet-pings": Need("fleet-pings", 1, 1024, 2, 512, 2),
              "transactions": Need("transactions", 1, 512, 1, 512, 3)}
-    return Observation(SETTINGS, Thresholds(), doc or master(), ["fleet-pings", "transactions"],
+    return HealthInputs(SETTINGS, Thresholds(), doc or master(), ["fleet-pings", "transactions"],
                        {"fleet-pings": starting("fleet-pings")}, now=STARTED + waited,
                        workers=seen, needs=needs, **parts)  # fmt: skip
 

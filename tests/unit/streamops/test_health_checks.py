@@ -1,4 +1,4 @@
-"""The health checks as pure functions: each case is a plain :class:`Observation` value
+"""The health checks as pure functions: each case is a plain :class:`HealthInputs` value
 (what the gathering would have read: the master's JSON, views, workers, source probes,
 stores) and the result it must give. No file, server or mock is involved."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from streamops.cluster.status import WorkerStatus
 from streamops.health import checks as health
-from streamops.health.checks import Level, Observation, Thresholds
+from streamops.health.checks import HealthInputs, Level, Thresholds
 from streamops.health.report import ProcedureSeen, SinkSeen, WorkersSeen
 from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
@@ -32,9 +32,9 @@ def view(idle: bool = False, **status: Any) -> JobView:
                    JobStatus.parse(doc))  # fmt: skip
 
 
-def observation(**parts: Any) -> Observation:
+def observation(**parts: Any) -> HealthInputs:
     views = parts.pop("views", [view()])
-    return Observation(SETTINGS, Thresholds(expected_workers=1, backlog_warn_files=3,
+    return HealthInputs(SETTINGS, Thresholds(expected_workers=1, backlog_warn_files=3,
                                             backlog_fail_files=10), MASTER,
                        [v.name for v in views], {v.name: v for v in views}, now=NOW,
                        **parts)  # fmt: skip

@@ -14,7 +14,7 @@ import pytest
 from streamops.cli import main
 from streamops.health import checks as health
 from streamops.health import source_probes
-from streamops.health.checks import Level, Observation, Thresholds
+from streamops.health.checks import HealthInputs, Level, Thresholds
 from streamops.health.source_probes import Prober, SourceProbe, probe_job
 from streamops.job_view import JobView
 from streamops.settings import Settings
@@ -32,9 +32,9 @@ def view(name: str = JOB, sources: list[dict[str, Any]] | None = None, **status:
                    JobStatus.parse(doc))  # fmt: skip
 
 
-def observation(views: list[JobView], **parts: Any) -> Observation:
+def observation(views: list[JobView], **parts: Any) -> HealthInputs:
     settings = Settings.from_env({}, state_root="/nonexistent/state")
-    return Observation(settings, Thresholds(expected_workers=0), {"status": "ALIVE"},
+    return HealthInputs(settings, Thresholds(expected_workers=0), {"status": "ALIVE"},
                        [v.name for v in views], {v.name: v for v in views}, now=NOW,
                        **parts)  # fmt: skip
 
@@ -104,7 +104,7 @@ def test_a_probe_that_raises_fails_its_source_and_the_others_are_probed(tmp_path
     assert results[f"{JOB}/{good['source']}"].level is Level.OK
 
 
-def boom(obs: Observation) -> list[health.CheckResult]:
+def boom(obs: HealthInputs) -> list[health.CheckResult]:
     raise RuntimeError("the check itself is broken")
 
 

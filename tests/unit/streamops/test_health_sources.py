@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from support.beta_server import beta_serving, stream_of
 
-from streamops.health.checks import Level, Observation, Thresholds, check_sources
+from streamops.health.checks import HealthInputs, Level, Thresholds, check_sources
 from streamops.health.source_probes import Prober, probe_job
 from streamops.job_view import JobView
 from streamops.settings import Settings
@@ -48,7 +48,7 @@ def judge(
     view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None,
                    JobStatus.parse(doc))  # fmt: skip
     probes = probe_job(Prober(5.0), view, {})  # the gathering's probe of the real server
-    obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
+    obs = HealthInputs(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
                       sources={JOB: probes})  # fmt: skip
     (result,) = check_sources(obs)
     assert result.name == f"{JOB}/{source}"
@@ -143,7 +143,7 @@ def test_alpha_late_ignored_and_changed_files_show(settings: Settings, tmp_path:
            "stages": {"vehicles": {"sources": [{"end_offset": offset}]}}}  # fmt: skip
     view = JobView(JOB, "1", "RUNNING", True, "driver-1", "RUNNING", None, 1.0, None, None,
                    JobStatus.parse(doc))  # fmt: skip
-    obs = Observation(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
+    obs = HealthInputs(settings, Thresholds(), {}, [JOB], {JOB: view}, now=NOW,
                       sources={JOB: probe_job(Prober(5.0), view, {})})  # fmt: skip
     (result,) = check_sources(obs)
     assert result.level is Level.WARN
