@@ -33,7 +33,7 @@ JOB = "capacity-wait"
 
 @pytest.fixture
 def waiting_job(spark_cluster: ClusterHandle, tmp_path: Path) -> Iterator[float]:
-    settings, registry = spark_cluster.settings, spark_cluster.registry
+    settings = spark_cluster.settings
     url = f"sqlite:///{tmp_path / 'transactions.db'}"
     producer = TransactionSimulator(url, rate=5, seed=4)
     producer.start()
@@ -46,8 +46,7 @@ def waiting_job(spark_cluster: ClusterHandle, tmp_path: Path) -> Iterator[float]
         yield time.monotonic()
     finally:
         try:
-            if registry.view(JOB).is_live:
-                registry.cancel(JOB)
+            spark_cluster.let_go(JOB)
         finally:
             producer.stop()
 

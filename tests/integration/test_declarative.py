@@ -197,5 +197,4 @@ def test_tutorial_as_desired_state(spark_cluster: ClusterHandle, tmp_path: Path)
         print("declarative figures: " + json.dumps({k: round(v, 2) for k, v in figures.items()}))
     finally:
         producer.stop()
-        if registry.view(JOB).is_live:
-            registry.cancel(JOB)
+        spark_cluster.let_go(JOB)

@@ -128,5 +128,4 @@ def test_suspend_applied_while_an_upgrade_pass_runs_and_the_master_dies(
         if child is not None and child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-        if registry.view(JOB).is_live:
-            registry.cancel(JOB)
+        spark_cluster.let_go(JOB)

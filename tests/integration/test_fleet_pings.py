@@ -141,7 +141,6 @@ def test_fleet_pings_matches_the_oracle(
     finally:
         alpha.stop()
         beta.stop()
-        if registry.view(job).is_live:
-            registry.cancel(job)
+        spark_cluster.let_go(job)
     assert not registry.view(job).is_live
     assert os.path.isdir(settings.layout.checkpoint(job, "vehicles"))

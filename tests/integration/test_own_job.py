@@ -100,5 +100,4 @@ def test_a_scaffolded_job_runs_and_is_upgraded_from_a_savepoint(
         wait_until(lambda: tables(db) == (dict(want[0]), want[1]), 120, "v2's tables",
                    describe=lambda: f"{tables(db)} != {want}")  # fmt: skip
     finally:
-        if registry.view(JOB).is_live:
-            registry.cancel(JOB)
+        spark_cluster.let_go(JOB)

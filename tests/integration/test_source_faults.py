@@ -268,5 +268,4 @@ def test_faults_from_outside(
     finally:
         alpha.stop()
         beta.stop()
-        if registry.view(JOB).is_live:
-            registry.cancel(JOB)
+        spark_cluster.let_go(JOB)

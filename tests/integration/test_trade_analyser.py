@@ -121,5 +121,4 @@ def test_v1_upgraded_to_v2_then_the_cluster_restarted(
         assert all(not n for n in late.values()), late  # in-order event times: nothing late
     finally:
         producer.stop()
-        if registry.view(JOB).is_live:
-            registry.cancel(JOB)
+        spark_cluster.let_go(JOB)

@@ -77,8 +77,7 @@ def test_v1_savepoint_with_cancel_then_v2_logs_each_entry_once(
               f"{time.monotonic() - started:.1f}s")  # fmt: skip
     finally:
         producer.stop()
-        if registry.view(JOB).is_live:
-            registry.cancel(JOB)
+        spark_cluster.let_go(JOB)
 
 
 def _restore_is_refused_while_v2_runs(settings: Any, v2: JobSpec) -> None:

@@ -121,9 +121,7 @@ class FleetRun:
     ) -> None:  # fmt: skip
         self.alpha.stop()
         self.beta.stop()
-        registry = self.cluster.registry
-        if registry.view(self.job).is_live:
-            registry.cancel(self.job)
+        self.cluster.let_go(self.job)
 
     def end_data(self) -> None:
         """Stop both generators now (a drill's operations are over: waiting for ``max_pings``

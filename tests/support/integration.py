@@ -7,10 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamops.health.gather import dormant_reason
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.stack.local_cluster import LocalCluster
+from streamops_contract.records import Cancellation, append_record
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,19 @@ class ClusterHandle:
     @property
     def registry(self) -> JobRegistry:
         return JobRegistry(self.settings)
+
+    def let_go(self, job: str) -> None:
+        """The end of a test's job: cancelled if it runs; if it ended on its own (killed by
+        the drill, failed for good) and still counts as declared, its end recorded as a
+        cancellation, so that the session's later tests do not count it as a job that should
+        run (health, and the N+1 admission of the DAGs)."""
+        registry = self.registry
+        view = registry.view(job)
+        if view.is_live:
+            registry.cancel(job)
+        elif view.driver_id and dormant_reason(self.settings.layout, job) is None:
+            append_record(self.settings.layout.submissions_file(job),
+                          Cancellation(str(view.driver_id)))  # fmt: skip
 
 
 def wait_until(
