@@ -1,23 +1,21 @@
 """Faults from outside, on one fleet-pings job of the session's cluster, the oracle after them.
 
-fleetsim-beta runs as a real process on its own data directory (a durable log):
+fleetsim-beta runs as a real process on its own data directory (a durable log). (A frozen
+beta, a node killed, beta restarted on its log or without it are steps of the chaos
+campaign, judged there on two jobs with health and the oracle after each.)
 
-1. frozen (SIGSTOP) for 25 s: the job never exits, alpha keeps flowing, the beta source is
-   ``degraded`` in the status and health warns; thawed, it is ``ok`` again;
-2. then the node that hosts the driver is killed (kill -9 of the worker with the driver and
-   executors): the driver is relaunched on the other worker and every stage commits again;
-3. the master is killed: the job commits on, health says it runs on without the master, and
+1. the master is killed: the job commits on, health says it runs on without the master, and
    the master, started again, knows the job's driver again (its FILESYSTEM recovery; when the
    worker's re-registration wins the race, Spark relaunches the driver instead): one driver,
    the master's, holds the lease and every stage commits;
-4. the job's PostgreSQL store unreachable for 30 s (a proxy between the job and the server
+2. the job's PostgreSQL store unreachable for 30 s (a proxy between the job and the server
    breaks every connection and refuses new ones): the batches wait and retry, the job stays up,
    and every stage commits again once the store is back;
-5. beta stopped and started again on its data directory: it keeps its stream and sequence and
+3. beta stopped and started again on its data directory: it keeps its stream and sequence and
    the job reads on where it left off; the sinks then equal the batch recomputation over
    every record both simulators emitted (0 lost, 0 duplicated, 0 different: nothing the
    store outage interrupted was lost or applied twice);
-6. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
+4. replaced by a beta on a fresh log (a new stream identity): the stage fails loudly naming
    the positions, the driver is not relaunched in a loop, and health fails naming it.
 """
 
@@ -33,7 +31,7 @@ from typing import Any
 
 import pytest
 from support.beta_process import BetaProcess
-from support.faults import kill_node_of, next_batches
+from support.faults import next_batches
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.oracle import (
     compare_quarantine,
@@ -49,6 +47,7 @@ from spark_jobs.runtime.savepointing import committed_offsets
 from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.health.checks import Level, Thresholds, run_checks
+from streamops.procedures.restart import restart_job
 from streamops.sim import AlphaSimulator, read_journal
 from streamops.sim.journal import valid_pings
 from streamops.spec import load_spec
@@ -62,14 +61,8 @@ pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"
 JOB = "fleet-faults"
 RATE = 30.0
-FREEZE_S = 25
 STORE_DOWN_S = 30
 STAGES = {"vehicles", "vehicle-stats-1m"}
-
-
-def stage_batches(cluster: ClusterHandle) -> dict[str, int]:
-    view = cluster.registry.view(JOB)
-    return {n: int(s.batch_id or -1) for n, s in view.stages.items()}
 
 
 def beta_state(status: JobStatus) -> dict[str, Any]:
@@ -117,7 +110,7 @@ def test_faults_from_outside(
     alpha_dir = tmp_path / "alpha"
     alpha = AlphaSimulator(
         alpha_dir, seed=21, vehicles=30, rate=RATE, pings_per_file=40, malformed_every=101,
-        max_pings=int(RATE * 150), journal=tmp_path / "alpha.jsonl",
+        max_pings=int(RATE * 100), journal=tmp_path / "alpha.jsonl",  # through the store outage
     )  # fmt: skip
     beta = BetaProcess(free_port(), tmp_path / "beta-log", tmp_path / "beta.jsonl",
                        tmp_path / "beta.log", rate=RATE)  # fmt: skip
@@ -134,40 +127,7 @@ def test_faults_from_outside(
         submit_job(spec, cluster.settings, wait_healthy=300)
         stream = beta.head()["stream"]
 
-        # 1. beta frozen: the job lives on, alpha flows, the source is degraded, health warns
-        beta.freeze()
-        frozen_at = time.monotonic()
-        before = stage_batches(cluster)
-        wait_until(
-            lambda: beta_state(registry.view(JOB).status).get("state") == "degraded",
-            20, "the beta source to report itself degraded", describe=describe,
-        )  # fmt: skip
-        sources = [r for r in run_checks(cluster.settings, groups=["sources"]).results
-                   if r.name == f"{JOB}/fleetsim-beta"]  # fmt: skip
-        assert sources and sources[0].level is Level.WARN, sources
-        assert "degraded since" in sources[0].message
-        time.sleep(max(0.0, FREEZE_S - (time.monotonic() - frozen_at)))
-        view = registry.view(JOB)
-        assert view.is_live and view.state == "RUNNING", describe()
-        after = stage_batches(cluster)
-        assert all(after[s] > before[s] + 3 for s in before), (before, after)  # alpha flowed
-        beta.thaw()
-        wait_until(
-            lambda: beta_state(registry.view(JOB).status).get("state") == "ok",
-            30, "the beta source to be ok again", describe=describe,
-        )  # fmt: skip
-
-        # 2. kill -9 of the node that hosts the driver (worker, driver, executors): the
-        # master relaunches the driver on the other worker, which takes the lease at once
-        killed_at, worker = kill_node_of(cluster, str(registry.view(JOB).driver_id))
-        recovered = wait_until(lambda: next_batches(cluster, JOB, killed_at, STAGES),
-                               120, "every stage to commit after the node's death",
-                               describe=describe)  # fmt: skip
-        print(f"node kill: every stage committed again {recovered:.1f}s after it")
-        assert registry.view(JOB).is_live, describe()
-        cluster.cluster.add_worker(worker)  # the next tests find two workers again
-
-        # 3. kill -9 of the master: the job commits on, health says the master is down and
+        # 1. kill -9 of the master: the job commits on, health says the master is down and
         # the job alive; restarted (FILESYSTEM recovery), the master knows the driver again
         driver = registry.view(JOB).driver_id
         master = cluster.cluster.daemons()[MASTER_NAME]
@@ -182,16 +142,28 @@ def test_faults_from_outside(
         assert f"driver {driver} holds its lease" in checks[JOB].message
         cluster.cluster.start()
         # The recovering master either claims the driver again or, when the worker's own
-        # re-registration reached it first (Spark then tells the worker to kill the driver it
-        # does not know yet), relaunches it: either way exactly one driver runs the job, the
-        # one the master knows, and it holds the lease (no orphan writing beside it)
-        wait_until(
-            lambda: (v := registry.view(JOB)).is_live and v.driver_state == "RUNNING"
-            and (held := read_lease(cluster.settings.layout, JOB)) is not None
-            and held.holder == v.driver_id and held.fresh, 180,
-            "the restarted master to know the driver that holds the job's lease",
-            describe=describe,
-        )  # fmt: skip
+        # re-registration reached it first, tells the worker to kill the driver it does not
+        # know yet: Spark then relaunches it, or (seen 2026-11-29) leaves it KILLED, which
+        # --supervise does not relaunch. Either way no orphan writes beside the driver the
+        # master knows; a job left down must fail health (declared, not running), and the
+        # operator's restart from the last checkpoint brings it back.
+        def settled() -> str:
+            view = registry.view(JOB)
+            held = read_lease(cluster.settings.layout, JOB)
+            if view.is_live and view.driver_state == "RUNNING" and held is not None \
+                    and held.holder == view.driver_id and held.fresh:
+                return "known"
+            return "killed" if not view.is_live and view.driver_state == "KILLED" else ""
+
+        outcome = wait_until(settled, 180, "the restarted master to know the driver that "
+                             "holds the job's lease", describe=describe)  # fmt: skip
+        if outcome == "killed":
+            checks = {r.name: r for r in run_checks(cluster.settings, groups=["jobs"]).results}
+            assert checks[JOB].level is Level.FAIL, checks
+            print(f"master kill: the recovering master killed {driver} (Spark's re-registration "
+                  f"race): health failed ({checks[JOB].message[:160]}); restarted from the "
+                  "last checkpoint")  # fmt: skip
+            restart_job(cluster.settings, JOB, "last-checkpoint")
         again = registry.view(JOB).driver_id
         how = "the same driver" if again == driver else f"relaunched {driver} as {again}"
         print(f"master kill: known again {time.time() - killed_at:.1f}s after it ({how})")
@@ -199,7 +171,7 @@ def test_faults_from_outside(
         wait_until(lambda: next_batches(cluster, JOB, next_batches_at, STAGES), 120,
                    "every stage to commit under the restarted master", describe=describe)
 
-        # 4. the store unreachable for 30 s: the batches wait and retry, the job stays up
+        # 2. the store unreachable for 30 s: the batches wait and retry, the job stays up
         proxy.cut()
         cut_at = time.time()
         time.sleep(STORE_DOWN_S)
@@ -215,7 +187,7 @@ def test_faults_from_outside(
             "after it came back"
         )
 
-        # 5. beta stopped and started again on its log: same stream, the sequence goes on
+        # 3. beta stopped and started again on its log: same stream, the sequence goes on
         beta.stop()
         last_before = max(r.sequence for r in read_journal(tmp_path / "beta.jsonl"))
         beta.start(max_pings=int(RATE * 10))
@@ -246,7 +218,7 @@ def test_faults_from_outside(
         # a relaunched driver's readers report only changes: no entry is ok with no losses
         assert not beta_state(registry.view(JOB).status).get("losses"), describe()
 
-        # 6. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
+        # 4. beta replaced by one on a fresh log: the stage fails loudly, no relaunch loop
         beta.stop()
         shutil.rmtree(beta.data_dir)
         beta.start(max_pings=50)

@@ -37,7 +37,9 @@ from streamops.procedures.restart import restart_job
 from streamops.procedures.savepoint_taking import savepoint_job
 from streamops.sim import read_journal
 from streamops.state.layout import read_json
+from streamops.state.savepoints import catalogue
 from streamops.world.submit import submit_job
+from streamops_contract.state.checkpoint_cut import last_batch
 
 
 def _ps_pids(*markers: str) -> list[int]:
@@ -251,9 +253,22 @@ def alpha_late(world: ChaosWorld, rng: random.Random) -> Inflicted:
 
 # -- procedures ---------------------------------------------------------------------------
 def savepoint(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    at = time.time()
-    result = savepoint_job(world.settings, world.job, f"chaos-{int(at)}")
-    return Inflicted(at, f"savepoint {getattr(result, 'name', '')}".strip())
+    """A savepoint without cancel: the job runs on; the savepoint holds every stage, each
+    copy ending at the batch it names (its offsets and commits both), and is listed."""
+    at, name = time.time(), f"chaos-{int(time.time())}"
+    result = savepoint_job(world.settings, world.job, name)
+    view = world.registry.view(world.job)
+    assert result.ok and view.is_live, world.describe()
+    manifest = catalogue.get_savepoint(world.settings.layout, name)
+    assert set(manifest.stages) == set(view.stages), (manifest.stages, view.stages)
+    assert manifest.stages["vehicle-stats-1m"].stateful
+    for stage, taken in manifest.stages.items():
+        copy = world.settings.layout.savepoint(name) / "stages" / stage
+        ends = (last_batch(copy / "offsets"), last_batch(copy / "commits"), taken.batch_id)
+        assert len(set(ends)) == 1, f"{stage}'s copy: offsets, commits, manifest at {ends}"
+    assert name in [s.name for s in catalogue.list_savepoints(world.settings.layout,
+                                                              world.job)]  # fmt: skip
+    return Inflicted(at, f"savepoint {name}, every stage's copy at its batch")
 
 
 def restart_savepoint(world: ChaosWorld, rng: random.Random) -> Inflicted:
