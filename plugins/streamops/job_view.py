@@ -1,5 +1,5 @@
 """A job as the ops side sees it at one moment (``JobView``), and the driver states that
-matter to it: built by the registry (``streamops.jobs``), judged by the health verdict
+matter to it: built on the read side (``streamops.job_reads``), judged by the health verdict
 (``streamops.verdict``) and shown by the CLI, without either importing the other."""
 
 from __future__ import annotations

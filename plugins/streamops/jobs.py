@@ -1,72 +1,47 @@
-"""The job registry: what runs under each job name, seen from the ops side.
+"""The job registry: the commands and waits on a job, from the ops side.
 
-A job's identity is its name, never a driver id: a driver relaunched by ``--supervise``
-gets a new id. A job's view combines three observations:
-
-- ``jobs/<job>/status.json``, written by the driver itself (its driver id, app id, stages);
-- ``jobs/<job>/submissions.jsonl``, written by the ops side on every submit and cancel;
-- the master's JSON: active and completed drivers, active applications (named by job).
-
-The registry holds the commands (cancel, kill, clear orphans) and the reads of one job
-(its view, a wait's poll, the waits). Every job at once, with the master's document and the
-fallback when the master does not answer, is :func:`streamops.world.snapshot.take`.
+:class:`JobRegistry` cancels a job (every live driver of it, its running driver last), kills
+one driver, clears a job's orphans, and waits: for a driver to end, for the job to be
+healthy (:meth:`JobRegistry.observe`, one poll of such a wait). Its :meth:`~JobRegistry.view`
+and :meth:`~JobRegistry.list` ask the master and build the views on the read side,
+:mod:`streamops.job_reads`, where a job's ``JobView`` is built from the state root and the
+master's document and the job's records are read. Every job at once, with the master's
+document and the fallback when the master does not answer, is
+:func:`streamops.world.snapshot.take`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
-from streamops.cluster.client import DriverInfo, MasterClient, WorkerInfo
-from streamops.cluster.worker_names import WorkerNames, worker_names
+from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
-from streamops.job_drivers import drivers_of, recorded_ids, warm_standbys
+from streamops.job_drivers import drivers_of, warm_standbys
+from streamops.job_reads import (
+    active_drivers,
+    current_spec,
+    read_submissions,
+    standby_drivers,
+    submitted_at,
+    view_of,
+)
 from streamops.job_view import LIVE_DRIVER_STATES, JobView
 from streamops.settings import Settings
-from streamops.spec import JobSpec, spec_from_dict
-from streamops.state.job_status import JobStatus, read_status
-from streamops.state.layout import read_json
+from streamops.spec import JobSpec
 from streamops.verdict import ERROR_CHARS, Observation, Outcome, health_verdict, timed_out
 from streamops_contract.names import check_name
-from streamops_contract.records import Cancellation, append_record, read_jsonl
-from streamops_contract.recovery import driver_app_names
+from streamops_contract.records import Cancellation, append_record
 from streamops_contract.state import lease
-from streamops_contract.state.lease import read_lease
 
 log = logging.getLogger("streamops.jobs")
 
-def current_spec(settings: Settings, job: str) -> JobSpec:
-    """The spec of the running driver's submission (else the last one that was no standby)."""
-    subs = [
-        s for s in read_submissions(settings.layout.submissions_file(job))
-        if s.get("event") == "submitted" and s.get("spec")
-    ]  # fmt: skip
-    if not subs:
-        raise JobNotFound(f"job {job} has no recorded submission; submit it first")
-    running = read_status(settings.layout, job).driver_id
-    chosen = [s for s in subs if running and s.get("driver_id") == running] or [
-        s for s in subs if not s.get("standby")
-    ] or subs  # fmt: skip
-    return spec_from_dict(chosen[-1]["spec"], f"last submission of {job}")
-
-
-def spec_args(settings: Settings, job: str) -> dict[str, Any] | None:
-    """The resolved args of the job's last submitted spec; ``None`` if none is recorded."""
-    try:
-        spec = current_spec(settings, job)
-    except StreamopsError:
-        return None
-    return dict(spec.resolved_args(state_root=str(settings.state_root)))
-
-
-def read_submissions(path: Path) -> list[dict[str, Any]]:
-    """The records of ``path`` (a torn last line after a crash is skipped)."""
-    return read_jsonl(path)
-
 
 class JobRegistry:
+    """The commands and waits on the jobs of ``settings``'s state root, through ``client``
+    (the master); what the procedures reach as the port's ``registry``."""
+
     def __init__(self, settings: Settings, client: MasterClient | None = None) -> None:
         self.settings = settings
         self.layout = settings.layout
@@ -76,143 +51,18 @@ class JobRegistry:
         return self.layout.known_jobs()
 
     def view(self, name: str) -> JobView:
+        """The job as the master, asked now, and the state root show it."""
         check_name("job", name)
-        return self.view_in(name, self.client.state())
+        return view_of(self.settings, name, self.client.state())
 
     def list(self) -> list[JobView]:
+        """Every job of the state root, the master asked once."""
         master = self.client.state()
-        return [self.view_in(n, master) for n in self.names()]
-
-    def view_from_state(self, name: str) -> JobView:
-        """The job as the state root alone shows it, for when the master does not answer: live
-        while its driver keeps the job's lease fresh (a driver heartbeats it every few
-        seconds while it runs, whatever the master's fate)."""
-        status = read_status(self.layout, check_name("job", name))
-        held = read_lease(self.layout, name)
-        live = held is not None and held.fresh
-        last = status.last_batch_at()
-        return JobView(
-            name=name,
-            version=status.version,
-            state=str(status.state or "UNKNOWN") if live else _not_running(status, held),
-            is_live=live,
-            driver_id=held.holder if live and held else None,
-            driver_state=None,
-            worker=None,
-            last_batch_age=round(time.time() - last, 1) if last else None,
-            input_rows_per_second=status.rate("input_rows_per_second"),
-            processed_rows_per_second=status.rate("processed_rows_per_second"),
-            status=status,
-        )
-
-    def view_in(self, name: str, master: dict[str, Any]) -> JobView:
-        """The job as ``master`` (the master's ``/json/``, fetched by the caller) and the state
-        root show it."""
-        status = read_status(self.layout, name)
-        submitted = [
-            s
-            for s in read_submissions(self.layout.submissions_file(name))
-            if s.get("event") == "submitted"
-        ]
-        candidates = [c for c in (status.driver_id,) if c]
-        candidates += [
-            s["driver_id"] for s in reversed(submitted)
-            if s.get("driver_id") and not s.get("hot_standby") and not self._held(name, s)
-        ]  # fmt: skip
-        active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
-        done = [DriverInfo.from_json(d) for d in master.get("completeddrivers") or []]
-        live = next(
-            (d for c in candidates for d in active if d.id == c and d.state in LIVE_DRIVER_STATES),
-            None,
-        )
-        app_live = any(
-            a.get("name") == name and a.get("state") in ("RUNNING", "WAITING")
-            for a in master.get("activeapps") or []
-        )
-        if live is None and not app_live:
-            live = self._relaunched(name, active, submitted)
-        finished = next((d for c in candidates for d in done if d.id == c), None)
-        state = _state(status, live, app_live, finished)
-        last = status.last_batch_at()
-        names = self._worker_names(master) if live and live.worker else None
-        return JobView(
-            name=name,
-            version=status.version or (submitted[-1].get("version") if submitted else None),
-            state=state,
-            is_live=live is not None or app_live,
-            driver_id=live.id if live else (status.driver_id if app_live else None),
-            driver_state=(live or finished).state if (live or finished) else None,
-            worker=names.name(live.worker) if live and names else None,
-            worker_address=names.address(live.worker) if live and names else None,
-            last_batch_age=round(time.time() - last, 1) if last else None,
-            input_rows_per_second=status.rate("input_rows_per_second"),
-            processed_rows_per_second=status.rate("processed_rows_per_second"),
-            status=status,
-            standby=self._standby(name, submitted, active, live.id if live else None),
-        )
-
-    def _held(self, name: str, submission: dict[str, Any]) -> bool:
-        """Whether ``submission`` is a warm standby not released (no go file): it waits
-        beside the job and runs none of it, so it is never the job's driver (an upgrade that
-        failed between the savepoint and the release leaves one until it is aborted)."""
-        token = submission.get("token")
-        return bool(token and submission.get("standby")
-                    and not self.layout.standby_go_file(name, str(token)).is_file())  # fmt: skip
-
-    def _relaunched(
-        self, name: str, active: list[DriverInfo], submitted: list[dict[str, Any]]
-    ) -> DriverInfo | None:
-        """The master's relaunch of the job's driver that no record names yet: a supervised
-        driver whose node died is relaunched under a new id, and until it has started (and
-        recorded itself) only the master's recovery file says whose it is. Without it the
-        job would look ended in that window, and a procedure would restore it beside it."""
-        recorded = recorded_ids(self.layout, name, submitted)
-        names = driver_app_names(self.layout.recovery_dir)
-        found = [d for d in active if d.state in LIVE_DRIVER_STATES
-                 and d.id not in recorded and names.get(d.id) == name]  # fmt: skip
-        return max(found, key=lambda d: d.id) if found else None
-
-    def _worker_names(self, master: dict[str, Any]) -> WorkerNames:
-        entries = [WorkerInfo.from_json(w) for w in master.get("workers") or []]
-        return worker_names(self.layout.logs_dir, entries)
-
-    def _standby(
-        self, name: str, submitted: list[dict[str, Any]], active: list[DriverInfo],
-        primary: str | None,
-    ) -> str | None:  # fmt: skip
-        """A hot job's live standby driver: ``armed`` once it wrote its file, else
-        ``starting`` (it waits for the running driver, then builds and warms up)."""
-        doc = read_json(self.layout.hot_standby_file(name)) or {}
-        ids = self.standby_drivers(name, submitted, active, doc) - {primary}
-        if not ids:
-            return None
-        armed = doc.get("driver_id") if doc.get("armed_at") else None
-        chosen = armed if armed in ids else sorted(ids)[-1]
-        if chosen != armed:
-            return f"{chosen} starting"
-        if doc.get("beside_primary"):  # it stayed after its moves: that node's loss takes both
-            return f"{chosen} armed on the driver's worker"
-        return f"{chosen} armed"
-
-    def standby_drivers(
-        self, name: str, submitted: list[dict[str, Any]] | None = None,
-        active: list[DriverInfo] | None = None, hot: dict[str, Any] | None = None,
-    ) -> set[str]:  # fmt: skip
-        """Live drivers of ``name`` that are hot standbys: submitted as one, or armed as one
-        (a relaunched driver whose standby took the job over stands by in its turn)."""
-        if submitted is None:
-            submitted = read_submissions(self.layout.submissions_file(name))
-        if active is None:
-            active = self.client.active_drivers()
-        ids = {s["driver_id"] for s in submitted if s.get("hot_standby") and s.get("driver_id")}
-        if hot is None:
-            hot = read_json(self.layout.hot_standby_file(name)) or {}
-        if hot.get("driver_id"):
-            ids.add(str(hot["driver_id"]))
-        return {d.id for d in active if d.id in ids and d.state in LIVE_DRIVER_STATES}
+        return [view_of(self.settings, n, master) for n in self.names()]
 
     def current_spec(self, name: str) -> JobSpec:
-        """The spec of ``name``'s running driver's submission (:func:`current_spec`)."""
+        """The spec of ``name``'s running driver's submission
+        (:func:`streamops.job_reads.current_spec`), as the procedures ask it of the port."""
         return current_spec(self.settings, name)
 
     def wait_driver_ended(self, name: str, driver_id: str | None, timeout: float) -> None:
@@ -244,19 +94,9 @@ class JobRegistry:
             live: bool | None = self.driver_live(since_driver)
         except StreamopsError:  # answered the view a moment ago: try again at the next poll
             live = None
-        return Observation(view, since_driver, live, self.submitted_at(name, since_driver))
-
-    def submitted_at(self, name: str, driver_id: str) -> float | None:
-        """When ``driver_id`` was submitted as ``name``, from its submissions (None: never)."""
-        return next(
-            (
-                float(s["at"])
-                for s in read_submissions(self.layout.submissions_file(name))
-                if s.get("event") == "submitted" and s.get("driver_id") == driver_id
-                and s.get("at") is not None
-            ),
-            None,
-        )  # fmt: skip
+        return Observation(
+            view, since_driver, live, submitted_at(self.settings, name, since_driver)
+        )
 
     def wait_healthy(
         self, name: str, *, timeout: float, since_driver: str | None = None
@@ -305,22 +145,21 @@ class JobRegistry:
     def drivers(self, name: str, master: dict[str, Any] | None = None) -> list[DriverInfo]:
         """Every live driver of ``name`` the master knows (``streamops.job_drivers``)."""
         master = self.client.state() if master is None else master
-        active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
         submitted = read_submissions(self.layout.submissions_file(name))
-        return drivers_of(self.layout, name, active, submitted)
+        return drivers_of(self.layout, name, active_drivers(master), submitted)
 
     def cancel(self, name: str, *, timeout: float = 60.0) -> list[str]:
         """Kill every live driver of ``name`` (no relaunch): its standbys, relaunches and
         orphans first, its running driver last, and wait until none is left; the drivers
         killed, in that order. The job's lease is then given up."""
         master = self.client.state()
-        view, ours = self.view_in(name, master), self.drivers(name, master)
+        view, ours = view_of(self.settings, name, master), self.drivers(name, master)
         identify_by = time.monotonic() + timeout
         while not ours and view.is_live and time.monotonic() < identify_by:
             log.info("job %s is relaunching; waiting for its driver to identify itself", name)
             time.sleep(2.0)
             master = self.client.state()
-            view, ours = self.view_in(name, master), self.drivers(name, master)
+            view, ours = view_of(self.settings, name, master), self.drivers(name, master)
         if not ours:
             if not view.is_live:
                 raise JobNotFound(f"job {name} is not running (state {view.state})")
@@ -348,12 +187,12 @@ class JobRegistry:
         are gone; those killed. With no driver of the job left live, a lease whose holder
         is dead is given up (``lease.give_up``)."""
         master = self.client.state()
-        view, ours = self.view_in(name, master), self.drivers(name, master)
+        view, ours = view_of(self.settings, name, master), self.drivers(name, master)
         submitted = read_submissions(self.layout.submissions_file(name))
         kept = set(keep) | warm_standbys(submitted)
         if view.is_live and view.driver_id:
-            active = [DriverInfo.from_json(d) for d in master.get("activedrivers") or []]
-            kept |= {view.driver_id} | self.standby_drivers(name, submitted, active)
+            active = active_drivers(master)
+            kept |= {view.driver_id} | standby_drivers(self.settings, name, submitted, active)
         orphans = sorted(d.id for d in ours if d.id not in kept)
         for driver_id in orphans:
             log.warning("job %s: killing orphan driver %s (not the job's running driver nor "
@@ -371,7 +210,7 @@ class JobRegistry:
         while True:
             master = self.client.state()
             left = {d.id for d in self.drivers(name, master)} & ids
-            if not left and not (app and self.view_in(name, master).is_live):
+            if not left and not (app and view_of(self.settings, name, master).is_live):
                 return
             if time.monotonic() > deadline:
                 raise JobError(f"job {name} still live {timeout:.0f}s after its drivers were "
@@ -383,22 +222,3 @@ class JobRegistry:
         self.client.kill_submission(driver_id)
         append_record(self.layout.submissions_file(name), Cancellation(driver_id))
 
-
-def _state(status: JobStatus, live: DriverInfo | None, app_live: bool,
-           finished: DriverInfo | None) -> str:  # fmt: skip
-    if live is not None:
-        if status.driver_id == live.id and status.state:
-            return status.state
-        return "SUBMITTED" if live.state == "SUBMITTED" else "STARTING"
-    if app_live:
-        return "RELAUNCHING"
-    if finished is not None:
-        return finished.state
-    return str(status.state or "NOT_SUBMITTED")
-
-
-def _not_running(status: JobStatus, held: Any) -> str:
-    """The state of a job whose lease no driver keeps fresh: its last status, and the lease's."""
-    last = status.state
-    lease = f"lease of {held.holder} expired" if held is not None else "no lease"
-    return f"NOT RUNNING ({lease}{f', last {last}' if last else ''})"

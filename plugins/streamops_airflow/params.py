@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from streamops.exceptions import StreamopsError
-from streamops.jobs import JobRegistry
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.spec import JobSpec, load_spec
 from streamops.state.savepoints import catalogue
@@ -40,7 +39,7 @@ def safe_name(params: Mapping[str, Any], name: str) -> str:
 def known_job(params: Mapping[str, Any], name: str, settings: Settings) -> str:
     """A job this cluster knows (it was submitted at least once)."""
     job = safe_name(params, name)
-    known = JobRegistry(settings).names()
+    known = settings.layout.known_jobs()
     if job not in known:
         raise ParamError(name, f"unknown job '{job}' (known: {', '.join(known) or 'none'})")
     return job

@@ -31,7 +31,7 @@ from spark_jobs import transactions
 from streamops.declarative import inflight
 from streamops.declarative.reconcile import PassResult, reconcile_once
 from streamops.declarative.store import Store
-from streamops.jobs import read_submissions
+from streamops.job_reads import read_submissions
 from streamops.sim.transactions import TransactionSimulator
 from streamops.state.savepoints import catalogue
 from streamops.world.restore import earliest_positions

@@ -20,7 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from streamops.health.report import read_history
 from streamops.health.source_probes import Prober, stage_offsets
-from streamops.jobs import JobRegistry, JobView, spec_args
+from streamops.job_reads import spec_args
+from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints.catalogue import list_savepoints
@@ -241,7 +242,7 @@ class TradeSeries:
         """The jobs' stores holding ``trade_series``; a store that does not answer is named in
         ``unreachable`` (job: reason) and skipped, so the others still chart."""
         out = []
-        for job in JobRegistry(self.settings).names():
+        for job in self.settings.layout.known_jobs():
             url = str((spec_args(self.settings, job) or {}).get("store_url") or "")
             if not url:
                 continue

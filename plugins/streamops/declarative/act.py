@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.resources import Deployment, SavepointRequest
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
-from streamops.jobs import read_submissions
+from streamops.job_reads import read_submissions
 from streamops.procedures import restart as restarts
 from streamops.procedures import savepoint_restart, savepoint_taking, upgrade_steps
 from streamops.procedures.deploy import start_job

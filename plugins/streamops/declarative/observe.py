@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamops.cluster.client import MasterClient
 from streamops.exceptions import StreamopsError
+from streamops.job_reads import current_spec, read_submissions
 from streamops.job_view import JobView
-from streamops.jobs import JobRegistry, current_spec, read_submissions
 from streamops.settings import Settings
 from streamops.state.savepoints import catalogue
 from streamops.world.snapshot import Snapshot, take
@@ -93,10 +94,10 @@ def savepoints_of(settings: Settings, snapshot: Snapshot, job: str) -> list[Save
 
 
 def observe(settings: Settings, jobs: list[str], *, with_savepoints: set[str] | None = None,
-            registry: JobRegistry | None = None) -> ReconcileView:  # fmt: skip
+            client: MasterClient | None = None) -> ReconcileView:  # fmt: skip
     """The named jobs (and the savepoints of those in ``with_savepoints``) as one snapshot
     shows them now. A master that does not answer is said, and no job is judged."""
-    snapshot = take(settings, jobs, registry=registry)
+    snapshot = take(settings, jobs, client=client)
     if not snapshot.master_up:
         return ReconcileView(snapshot.taken_at, cluster_up=False,
                              cluster_error=snapshot.master_error)  # fmt: skip

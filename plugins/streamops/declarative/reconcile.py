@@ -141,7 +141,7 @@ def facts_for(ops: Operations, store: Store,
     """What the decision on a deployment looks at, observed now."""
     dep = applied.resource
     assert isinstance(dep, Deployment)
-    seen = observe(ops.settings, [dep.name], with_savepoints={dep.name}, registry=ops.registry)
+    seen = observe(ops.settings, [dep.name], with_savepoints={dep.name}, client=ops.client)
     requests = [a for a in store.list(SAVEPOINT_REQUEST)
                 if a.resource.job == dep.name  # type: ignore[union-attr]
                 and inflight.load(store, SAVEPOINT_REQUEST, a.name) is not None]  # fmt: skip
@@ -241,7 +241,7 @@ def _request(ops: Operations, store: Store,
     assert isinstance(req, SavepointRequest)
     record = inflight.load(store, SAVEPOINT_REQUEST, req.name)
     status = store.request_status(req.name)
-    seen = observe(ops.settings, [req.job], registry=ops.registry)
+    seen = observe(ops.settings, [req.job], client=ops.client)
     facts = RequestFacts(
         request=req, status=status, job=seen.job(req.job), deleting=applied.deleting,
         inflight=record, cluster_up=seen.cluster_up,

@@ -28,8 +28,8 @@ from streamops.health.daemons import gather_daemons
 from streamops.health.procedures import gather_procedures
 from streamops.health.report import HealthInputs, SinkSeen, Thresholds, WorkersSeen
 from streamops.health.source_probes import Prober, SourceProbe, probe_job
+from streamops.job_reads import current_spec, read_submissions, spec_args
 from streamops.job_view import JobView
-from streamops.jobs import current_spec, read_submissions, spec_args
 from streamops.settings import Settings
 from streamops.state.cluster_size import desired_workers
 from streamops.state.job_status import read_status

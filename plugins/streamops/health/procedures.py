@@ -26,7 +26,7 @@ from typing import Any
 
 from streamops.exceptions import StreamopsError
 from streamops.health.report import CheckResult, Level, ProcedureSeen
-from streamops.jobs import read_submissions
+from streamops.job_reads import read_submissions
 from streamops.settings import Settings
 from streamops.spec import load_spec
 from streamops.state.intents import IntentSeen, records

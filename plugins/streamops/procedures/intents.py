@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from streamops.jobs import read_submissions
+from streamops.job_reads import read_submissions
 from streamops.settings import Settings
 from streamops.state.layout import read_json
 from streamops.world.operations import Operations

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamops.exceptions import StreamopsError, UpgradeFailed, UpgradeRefused
-from streamops.jobs import read_submissions
+from streamops.job_reads import read_submissions
 from streamops.planner import StageAction
 from streamops.procedures import savepoint_taking
 from streamops.procedures.intent_store import IntentStore, StepRecord

@@ -2,14 +2,15 @@
 document and its workers with their free cores, the procedures in flight with the holders of
 their jobs' operation leases, and the savepoints.
 
-:func:`take` asks the master once; when it does not answer, every job is shown as the state
-root alone shows it (:meth:`~streamops.jobs.JobRegistry.view_from_state`: live while its
-driver keeps the job's lease fresh) and the error is kept: the one place that fallback is
-written. Health, the reconcile, the dashboard and ``streamops jobs`` read a
-:class:`Snapshot`; each decides for itself what a master that is down means (health judges
-the jobs from the state root, the reconcile judges nothing). What is not needed by every
-reader (the workers, the procedures in flight, the savepoints) is read on first use, from
-the state root or the master's document already fetched: never a second call to the master.
+:func:`take` asks the master once and builds every job's view from its document on the read
+side (:func:`streamops.job_reads.view_of`); when the master does not answer, every job is
+shown as the state root alone shows it (live while its driver keeps the job's lease fresh)
+and the error is kept: the one place that fallback is chosen. Health, the reconcile, the
+dashboard and ``streamops jobs`` read a :class:`Snapshot`; each decides for itself what a
+master that is down means (health judges the jobs from the state root, the reconcile judges
+nothing). What is not needed by every reader (the workers, the procedures in flight, the
+savepoints) is read on first use, from the state root or the master's document already
+fetched: never a second call to the master.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from functools import cached_property
 from typing import Any
 
 from streamops.cluster.capacity import Node, nodes_of_master
+from streamops.cluster.client import MasterClient
 from streamops.exceptions import ClusterNotRunning
+from streamops.job_reads import view_of
 from streamops.job_view import JobView
-from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.state import op_lease
 from streamops.state.intents import IntentSeen, records
@@ -92,16 +94,17 @@ class Snapshot:
 
 
 def take(settings: Settings, jobs: Iterable[str] | None = None, *,
-         registry: JobRegistry | None = None) -> Snapshot:  # fmt: skip
+         client: MasterClient | None = None) -> Snapshot:  # fmt: skip
     """The world now: ``jobs`` (default: every job of the state root) through the master's
-    document, asked once; if the master does not answer, as the state root shows them."""
-    registry = registry or JobRegistry(settings)
-    names = registry.names() if jobs is None else [check_name("job", n) for n in jobs]
+    document, asked once (of ``client``, default the settings' master); if the master does
+    not answer, as the state root shows them."""
+    layout = settings.layout
+    names = layout.known_jobs() if jobs is None else [check_name("job", n) for n in jobs]
     now = time.time()
+    master: dict[str, Any] | None
     try:
-        master = registry.client.state()
+        master, error = (client or MasterClient(settings)).state(), ""
     except ClusterNotRunning as exc:  # a driver runs on while the master is away
-        views = {n: registry.view_from_state(n) for n in names}
-        return Snapshot(now, settings.layout, None, str(exc), views)
-    views = {n: registry.view_in(n, master) for n in names}
-    return Snapshot(now, settings.layout, master, "", views)
+        master, error = None, str(exc)
+    views = {n: view_of(settings, n, master) for n in names}
+    return Snapshot(now, layout, master, error, views)

@@ -20,8 +20,9 @@ from typing import Any
 from streamops.cluster.client import executor_room, free_cores
 from streamops.cluster.submission import submit_hot_standby
 from streamops.exceptions import JobError
+from streamops.job_reads import read_submissions
 from streamops.job_view import ENDED_DRIVER_STATES
-from streamops.jobs import JobRegistry, read_submissions
+from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.spec import JobSpec, spec_from_dict
 from streamops.state.layout import read_json, write_json_atomic

@@ -29,7 +29,7 @@ from support.integration import wait_until
 from streamops.exceptions import StreamopsError
 from streamops.health.checks import run_checks
 from streamops.health.report import Level
-from streamops.jobs import read_submissions
+from streamops.job_reads import read_submissions, view_of
 from streamops.procedures.upgrade import upgrade
 
 DAG = "savepoint_and_upgrade"
@@ -61,7 +61,7 @@ def _live(world: ChaosWorld) -> bool:
     try:
         return world.registry.view(world.job).is_live
     except StreamopsError:
-        return world.registry.view_from_state(world.job).is_live
+        return view_of(world.settings, world.job, None).is_live
 
 
 def _watch_jobs(world: ChaosWorld, seconds: float) -> tuple[int, list[str]]:

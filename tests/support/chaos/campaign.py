@@ -47,6 +47,7 @@ from streamops.exceptions import StreamopsError
 from streamops.health.checks import run_checks
 from streamops.health.daemons import gather_daemons
 from streamops.health.report import Level, Thresholds
+from streamops.job_reads import view_of
 
 STALLED_S = 60.0
 """A stage without a commit for this long is stalled (health must not be OK then)."""
@@ -170,7 +171,7 @@ class HealthWatch(threading.Thread):
             try:
                 view = registry.view(job)
             except StreamopsError:
-                view = registry.view_from_state(job)
+                view = view_of(self.world.settings, job, None)
             if not (view.is_live and view.state == "RUNNING"):
                 return False
         return True

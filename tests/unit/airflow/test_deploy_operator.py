@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from streamops.jobs import JobRegistry, read_submissions
+from streamops.job_reads import read_submissions
+from streamops.jobs import JobRegistry
 from streamops.settings import PROJECT_ROOT, Settings
 from streamops.world.operations import Operations
 from streamops.world.port import ControlSavepoints, MasterSubmitter, SystemClock

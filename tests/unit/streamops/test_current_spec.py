@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from streamops.exceptions import JobNotFound
-from streamops.jobs import current_spec
+from streamops.job_reads import current_spec
 from streamops.settings import Settings
 from streamops.state.layout import append_jsonl, write_json_atomic
 

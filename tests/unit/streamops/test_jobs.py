@@ -1,4 +1,5 @@
-"""The job registry's view of a job: status file + submissions + the master's JSON.
+"""The job registry: a job's view through it (status file + submissions + the master's JSON,
+built by :mod:`streamops.job_reads`), and its commands (cancel, orphans cleared).
 
 The master is the edge: a hand-written fake client answers ``state()`` with dicts shaped
 like Spark's ``/json/``; the status and submissions files are real, in a temporary root.
@@ -14,8 +15,9 @@ import pytest
 
 from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import JobAlreadyRunning, UnsafeNameError
+from streamops.job_reads import read_submissions
 from streamops.job_view import JobView
-from streamops.jobs import JobRegistry, read_submissions
+from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.state.layout import append_jsonl, write_json_atomic
 from streamops.world.submit import ensure_not_running
