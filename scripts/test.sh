@@ -21,7 +21,10 @@ if [ "$#" -gt 0 ] || [ "${STREAMOPS_ONE_LANE:-0}" = 1 ]; then
 fi
 
 lanes=$(mktemp -d -t streamops-lanes.XXXXXX)
-nice -n 10 .venv/bin/pytest tests/unit >"$lanes/unit.log" 2>&1 &
+# the unit lane's temporary files apart from /tmp/pytest-of-<user>: a pytest session makes that
+# directory private again when it starts, which would cut off an embedded PostgreSQL of the
+# other lane (it runs as its own user, through directories made traversable for it)
+nice -n 10 .venv/bin/pytest tests/unit --basetemp="$lanes/unit" >"$lanes/unit.log" 2>&1 &
 unit=$!
 # an interrupted run stops the unit lane too (pytest ends its session's processes on SIGINT)
 trap 'kill -INT "$unit" 2>/dev/null; wait "$unit" 2>/dev/null; rm -rf "$lanes"' EXIT
