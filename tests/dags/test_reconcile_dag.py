@@ -14,9 +14,9 @@ from support.airflow_fixture import environ_set
 from support.alert_receiver import hanging, receiving
 from support.dag_runs import load_dag, task_states
 
-from streamops.declarative.resources import SavepointRequest
-from streamops.declarative.store import Store
 from streamops.settings import Settings
+from streamops.state.declarative.resources import SavepointRequest
+from streamops.state.declarative.store import Store
 from streamops_airflow.notifiers import NOTIFICATIONS
 
 pytestmark = pytest.mark.usefixtures("airflow_db")

@@ -30,9 +30,9 @@ from support.journal_oracle import check_logged_once, wait_logged
 from spark_jobs import transactions
 from streamops.declarative import inflight
 from streamops.declarative.reconcile import PassResult, reconcile_once
-from streamops.declarative.store import Store
 from streamops.job_reads import read_submissions
 from streamops.sim.transactions import TransactionSimulator
+from streamops.state.declarative.store import Store
 from streamops.state.savepoints import catalogue
 from streamops.world.restore import earliest_positions
 from streamops_contract.sinks import journal_store

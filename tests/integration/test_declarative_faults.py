@@ -28,8 +28,8 @@ from support.journal_oracle import check_logged_once, wait_logged
 from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.declarative.reconcile import reconcile_once
-from streamops.declarative.store import Store
 from streamops.sim.transactions import TransactionSimulator
+from streamops.state.declarative.store import Store
 from streamops.state.layout import read_json
 from streamops_contract.sinks import journal_store
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import yaml
 
-from streamops.declarative.resources import load_resources
-from streamops.declarative.store import Store
 from streamops.settings import PROJECT_ROOT
+from streamops.state.declarative.resources import load_resources
+from streamops.state.declarative.store import Store
 
 CONFIG = PROJECT_ROOT / "config" / "jobs"
 

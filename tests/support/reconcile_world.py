@@ -13,9 +13,9 @@ import pytest
 from streamops.declarative import act, inflight, reconcile
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.observe import JobSeen, ReconcileView
-from streamops.declarative.resources import Deployment
-from streamops.declarative.store import Store
 from streamops.settings import Settings
+from streamops.state.declarative.resources import Deployment
+from streamops.state.declarative.store import Store
 
 
 class Killed(BaseException):

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from streamops.cli.job_cmds import spare_flag
+from streamops.cli.job_cmds import master_note, spare_flag
 from streamops.cli.tables import Listing, console
 from streamops.exceptions import ConfigError
 
 if TYPE_CHECKING:
+    from streamops.job_view import JobView
     from streamops.settings import Settings
+    from streamops.state.declarative.resources import SavepointRequest
+    from streamops.state.declarative.status import DeploymentStatus, RequestStatus
+    from streamops.state.declarative.store import Declared
+    from streamops.world.snapshot import Snapshot
 
 _KINDS = {"deployment": "JobDeployment", "deployments": "JobDeployment",
           "savepoint": "SavepointRequest", "savepoints": "SavepointRequest"}  # fmt: skip
@@ -57,8 +63,8 @@ def _when(ts: float | None) -> str:
 
 def cmd_apply(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.admission import admit
-    from streamops.declarative.resources import Deployment, load_resources
-    from streamops.declarative.store import Store
+    from streamops.state.declarative.resources import Deployment, load_resources
+    from streamops.state.declarative.store import Store
 
     resources = [(r, path) for path in args.file for r in load_resources(path)]  # all valid
     specs = [r.effective_spec for r, _ in resources if isinstance(r, Deployment)]
@@ -74,69 +80,105 @@ def cmd_apply(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_get(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.declarative.store import Store
+    from streamops.world.snapshot import take
 
-    store, kind = Store(settings.layout), _KINDS[args.what]
-    found, bad = store.scan(kind)
+    snapshot = take(settings)  # the resources from the state root, their jobs as shown live
+    deployments = _KINDS[args.what] == "JobDeployment"
+    found: list[Declared[Any]] = list(snapshot.deployments if deployments
+                                      else snapshot.savepoint_requests)  # fmt: skip
     if args.name:
-        found = [a for a in found if a.name == args.name]
-        bad = [b for b in bad if b.name == args.name]
-        if not found and not bad:
+        found = [d for d in found if d.name == args.name]
+        if not found:
             raise ConfigError(f"no {args.what.rstrip('s')} named {args.name!r}")
+    note = master_note(snapshot, settings)
     if args.json:
-        rows: list[dict[str, Any]] = [{"name": b.name, "error": b.error} for b in bad]
-        for a in found:
-            rows.append({"name": a.name, "resource": a.resource.model_dump(mode="json"),
-                         "generation": a.generation, "deleting": a.deleting,
-                         "status": _status(store, kind, a.name).model_dump(mode="json")})
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([_json(d, _job(snapshot, d)) for d in found], indent=2))
+        if note:
+            print(note, file=sys.stderr)
         return 0
-    table = deployments_table(store, found) if kind == "JobDeployment" else requests_table(
-        store, found)  # fmt: skip
-    for b in bad:  # a file that cannot be read back: its row says why, the others are whole
-        if kind == "JobDeployment":
-            table.add(b.name, "Invalid", "-", "-", "-", "-", "-", b.error)
-        else:
-            table.add(b.name, "-", "-", "Invalid", "-", b.error)
+    table = (deployments_table if deployments else requests_table)(snapshot, found)
+    table.caption = note
     table.print()
-    if args.name:
-        status = _status(store, kind, args.name)
+    if args.name and found[0].status is not None:
         conditions = Listing("conditions", ("TYPE", "STATUS", "REASON", "LAST TRANSITION",
                                             "MESSAGE"))  # fmt: skip
-        for c in status.conditions:
+        for c in found[0].status.conditions:
             conditions.add(c.type, c.status, c.reason, _when(c.last_transition), c.message)
         conditions.print()
     return 0
 
 
-def _status(store: Any, kind: str, name: str) -> Any:
-    return store.deployment_status(name) if kind == "JobDeployment" else store.request_status(name)
+def _job(snapshot: Snapshot, declared: Declared[Any]) -> JobView | None:
+    """The job of a resource as the snapshot shows it (None: it shows no such job)."""
+    request = _request(declared)
+    if request is None and declared.kind != "JobDeployment":  # an unreadable request
+        return None
+    return snapshot.jobs.get(request.job if request else declared.name)  # a deployment's own
 
 
-def deployments_table(store: Any, found: list[Any]) -> Listing:
-    """The seed's columns: NAME, STATUS, ID, SUBMISSIONTIME, COMPLETIONTIME (and more)."""
-    table = Listing("deployments", ("NAME", "STATUS", "ID", "VERSION", "SUBMISSIONTIME",
-                                    "COMPLETIONTIME", "GEN", "MESSAGE"))  # fmt: skip
-    for a in found:
-        st = store.deployment_status(a.name)
-        phase = "Deleting" if a.deleting else st.phase
-        table.add(a.name, phase, st.driver or "-", st.version or "-", _when(st.submission_time),
-                  _when(st.completion_time), f"{st.observed_generation}/{a.generation}",
-                  st.message)  # fmt: skip
+def _request(declared: Declared[Any]) -> SavepointRequest | None:
+    from streamops.state.declarative.resources import SavepointRequest
+
+    resource = declared.applied.resource if declared.applied else None
+    return resource if isinstance(resource, SavepointRequest) else None
+
+
+def _json(declared: Declared[Any], view: JobView | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": declared.name}
+    if declared.error:  # a file that cannot be read back
+        row["error"] = declared.error
+    if declared.applied is not None:
+        row.update(resource=declared.applied.resource.model_dump(mode="json"),
+                   generation=declared.applied.generation, deleting=declared.deleting)
+    row["status"] = declared.status.model_dump(mode="json") if declared.status else None
+    row["job"] = None if view is None else {
+        "state": view.state, "is_live": view.is_live, "driver_id": view.driver_id,
+        "version": view.version}  # fmt: skip
+    return row
+
+
+def deployments_table(snapshot: Snapshot, found: list[Declared[DeploymentStatus]]) -> Listing:
+    """The seed's columns: NAME, STATUS, ID, SUBMISSIONTIME, COMPLETIONTIME (and more); the
+    job's state, driver and version as the snapshot shows them live, else as last recorded."""
+    table = Listing("deployments", ("NAME", "STATUS", "JOBSTATE", "ID", "VERSION",
+                                    "SUBMISSIONTIME", "COMPLETIONTIME", "GEN",
+                                    "MESSAGE"))  # fmt: skip
+    for d in found:
+        st, view = d.status, _job(snapshot, d)
+        if d.applied is None or st is None:  # the row says why; the others are whole
+            gen = f"-/{d.applied.generation}" if d.applied else "-"
+            table.add(d.name, "Invalid", _state(view), "-", "-", "-", "-", gen, d.error)
+            continue
+        live = view if view is not None and view.is_live else None
+        driver = live.driver_id if live else st.driver
+        version = live.version if live else st.version
+        table.add(d.name, "Deleting" if d.deleting else st.phase, _state(view), driver or "-",
+                  version or "-", _when(st.submission_time), _when(st.completion_time),
+                  f"{st.observed_generation}/{d.applied.generation}", st.message)  # fmt: skip
     return table
 
 
-def requests_table(store: Any, found: list[Any]) -> Listing:
-    table = Listing("savepoints", ("NAME", "JOB", "CANCEL", "STATE", "CREATIONTIME", "MESSAGE"))
-    for a in found:
-        st = store.request_status(a.name)
-        table.add(a.name, a.resource.job, str(a.resource.cancel).lower(), st.state,
-                  _when(st.creation_time), st.message)  # fmt: skip
+def requests_table(snapshot: Snapshot, found: list[Declared[RequestStatus]]) -> Listing:
+    table = Listing("savepoints", ("NAME", "JOB", "JOBSTATE", "CANCEL", "STATE", "CREATIONTIME",
+                                   "MESSAGE"))  # fmt: skip
+    for d in found:
+        request = _request(d)
+        if request is None or d.status is None:
+            job = request.job if request else "-"
+            table.add(d.name, job, _state(_job(snapshot, d)), "-", "Invalid", "-", d.error)
+            continue
+        st = d.status
+        table.add(d.name, request.job, _state(_job(snapshot, d)), str(request.cancel).lower(),
+                  st.state, _when(st.creation_time), st.message)  # fmt: skip
     return table
+
+
+def _state(view: JobView | None) -> str:
+    return view.state if view is not None else "-"
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
-    from streamops.declarative.store import Store
+    from streamops.state.declarative.store import Store
 
     kind = _KINDS[args.what]
     Store(settings.layout).mark_deleting(kind, args.name)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from streamops.job_view import JobView
     from streamops.settings import Settings
     from streamops.spec import JobSpec
+    from streamops.world.snapshot import Snapshot
 
 
 def register(sub: Any) -> None:
@@ -115,11 +116,7 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.world.snapshot import take
 
     snapshot = take(settings)  # the drivers may run on without the master: the state root tells
-    views, note = snapshot.views, None
-    if not snapshot.master_up:
-        note = (f"the Spark master did not answer ({snapshot.master_error}); the jobs are shown "
-                f"from the state root {settings.state_root}: live while a driver keeps the "
-                "job's lease fresh")  # fmt: skip
+    views, note = snapshot.views, master_note(snapshot, settings)
     if args.json:
         fields = (
             "name", "version", "state", "is_live", "driver_id", "driver_state", "worker",
@@ -134,6 +131,15 @@ def cmd_jobs(args: argparse.Namespace, settings: Settings) -> int:
         if note:
             console().print(note, markup=False)
     return 0
+
+
+def master_note(snapshot: Snapshot, settings: Settings) -> str | None:
+    """What a listing of a snapshot says under it when the master did not answer."""
+    if snapshot.master_up:
+        return None
+    return (f"the Spark master did not answer ({snapshot.master_error}); the jobs are shown "
+            f"from the state root {settings.state_root}: live while a driver keeps the job's "
+            "lease fresh")  # fmt: skip
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:

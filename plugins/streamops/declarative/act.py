@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streamops.declarative.inflight import InFlight
-from streamops.declarative.resources import Deployment, SavepointRequest
 from streamops.exceptions import JobError, JobNotFound, StreamopsError
 from streamops.job_reads import read_submissions
 from streamops.procedures import restart as restarts
@@ -31,6 +30,7 @@ from streamops.procedures.step_runner import run_steps
 from streamops.procedures.upgrade import UpgradeFailed, UpgradeRefused, upgrade
 from streamops.procedures.upgrade_plan import plan_upgrade
 from streamops.spec import JobSpec, spec_from_dict
+from streamops.state.declarative.resources import Deployment, SavepointRequest
 from streamops.state.savepoints import catalogue
 from streamops.timeouts import (
     HEALTH_TIMEOUT,

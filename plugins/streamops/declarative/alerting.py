@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 
 from streamops.alerts import Firing
-from streamops.declarative.resources import DEPLOYMENT, SAVEPOINT_REQUEST
-from streamops.declarative.store import Store
 from streamops.exceptions import StreamopsError
+from streamops.state.declarative.resources import DEPLOYMENT, SAVEPOINT_REQUEST
+from streamops.state.declarative.store import Store
 from streamops.state.layout import StateLayout
 
 log = logging.getLogger("streamops.declarative.alerting")

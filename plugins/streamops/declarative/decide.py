@@ -45,8 +45,8 @@ from typing import Any
 from streamops.declarative import history
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.observe import JobSeen, SavepointSeen
-from streamops.declarative.resources import Deployment, SavepointRequest
-from streamops.declarative.status import DeploymentStatus, RequestStatus
+from streamops.state.declarative.resources import Deployment, SavepointRequest
+from streamops.state.declarative.status import DeploymentStatus, RequestStatus
 
 MAX_FAILURES = 3
 

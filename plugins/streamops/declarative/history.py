@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from streamops.declarative.observe import SavepointSeen
-from streamops.declarative.resources import SavepointSchedule
-from streamops.declarative.status import SavepointRecord
+from streamops.state.declarative.resources import SavepointSchedule
+from streamops.state.declarative.status import SavepointRecord
 
 
 def periodic_due(schedule: SavepointSchedule, since: float | None, now: float) -> bool:

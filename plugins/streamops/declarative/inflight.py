@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamops.declarative.store import Store
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.state import intents
+from streamops.state.declarative.store import Store
 
 ACTING = "acting"
 ENDED = "ended"  # failed having changed the job: the status and the procedure's intent say how

@@ -35,11 +35,16 @@ from streamops.declarative.decide import (
 )
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.observe import observe
-from streamops.declarative.resources import DEPLOYMENT, SAVEPOINT_REQUEST, Deployment
-from streamops.declarative.status import Cancelled, DeploymentStatus, RequestStatus, set_condition
-from streamops.declarative.store import Applied, Store, Unreadable
 from streamops.exceptions import JobBusy, UnreadableFile
 from streamops.procedures.job_lease import acting_as, job_operation
+from streamops.state.declarative.resources import DEPLOYMENT, SAVEPOINT_REQUEST, Deployment
+from streamops.state.declarative.status import (
+    Cancelled,
+    DeploymentStatus,
+    RequestStatus,
+    set_condition,
+)
+from streamops.state.declarative.store import Applied, Store, Unreadable
 from streamops.state.savepoints import catalogue
 from streamops.world.operations import Operations, World
 from streamops.world.port import operations
@@ -235,7 +240,7 @@ def _act_on_deployment(ops: Operations, store: Store, applied: Applied, facts: D
 # --- savepoint requests ----------------------------------------------------------------
 def _request(ops: Operations, store: Store,
              applied: Applied) -> list[tuple[str, str, str | None]]:  # fmt: skip
-    from streamops.declarative.resources import SavepointRequest
+    from streamops.state.declarative.resources import SavepointRequest
 
     req = applied.resource
     assert isinstance(req, SavepointRequest)
@@ -276,7 +281,7 @@ def _request(ops: Operations, store: Store,
 def _take(ops: Operations, store: Store, applied: Applied, record: InFlight | None,
           status: RequestStatus, action: Action) -> list[tuple[str, str, str | None]]:  # fmt: skip
     """Take the requested savepoint, the job's operation lease held."""
-    from streamops.declarative.resources import SavepointRequest
+    from streamops.state.declarative.resources import SavepointRequest
 
     req = applied.resource
     assert isinstance(req, SavepointRequest)

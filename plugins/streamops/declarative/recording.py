@@ -11,8 +11,9 @@ from streamops.declarative import act
 from streamops.declarative.decide import Action, ActionKind
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.observe import JobSeen
-from streamops.declarative.resources import Deployment
-from streamops.declarative.status import (
+from streamops.exceptions import StreamopsError
+from streamops.state.declarative.resources import Deployment
+from streamops.state.declarative.status import (
     OUTCOMES_KEPT,
     ActionOutcome,
     Blocked,
@@ -23,8 +24,7 @@ from streamops.declarative.status import (
     Suspended,
     set_condition,
 )
-from streamops.declarative.store import Applied
-from streamops.exceptions import StreamopsError
+from streamops.state.declarative.store import Applied
 
 
 def error_text(exc: BaseException) -> str:

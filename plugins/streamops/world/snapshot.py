@@ -1,16 +1,17 @@
 """One observation of the world, read once: the jobs (drivers, standbys), the master's
 document and its workers with their free cores, the procedures in flight with the holders of
-their jobs' operation leases, and the savepoints.
+their jobs' operation leases, the savepoints, and the declarative deployments and savepoint
+requests with their status.
 
 :func:`take` asks the master once and builds every job's view from its document on the read
 side (:func:`streamops.job_reads.view_of`); when the master does not answer, every job is
 shown as the state root alone shows it (live while its driver keeps the job's lease fresh)
 and the error is kept: the one place that fallback is chosen. Health, the reconcile, the
-dashboard and ``streamops jobs`` read a :class:`Snapshot`; each decides for itself what a
-master that is down means (health judges the jobs from the state root, the reconcile judges
-nothing). What is not needed by every reader (the workers, the procedures in flight, the
-savepoints) is read on first use, from the state root or the master's document already
-fetched: never a second call to the master.
+dashboard, ``streamops jobs`` and ``streamops get`` read a :class:`Snapshot`; each decides
+for itself what a master that is down means (health judges the jobs from the state root, the
+reconcile judges nothing). What is not needed by every reader (the workers, the procedures in
+flight, the savepoints, the deployments and savepoint requests) is read on first use, from the
+state root or the master's document already fetched: never a second call to the master.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from streamops.job_reads import view_of
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state import op_lease
+from streamops.state.declarative.status import DeploymentStatus, RequestStatus
+from streamops.state.declarative.store import Declared, Store
 from streamops.state.intents import IntentSeen, records
 from streamops.state.layout import StateLayout
 from streamops.state.savepoints.catalogue import SavepointInfo, list_savepoints
@@ -91,6 +94,17 @@ class Snapshot:
 
     def savepoints_of(self, job: str) -> list[SavepointInfo]:
         return [s for s in self.savepoints if s.job == job]
+
+    @cached_property
+    def deployments(self) -> list[Declared[DeploymentStatus]]:
+        """Every applied job deployment with its status, by name (one whose files cannot be
+        read back, with why); its job is ``jobs.get(name)`` when the snapshot shows it."""
+        return Store(self.layout).deployments()
+
+    @cached_property
+    def savepoint_requests(self) -> list[Declared[RequestStatus]]:
+        """Every applied savepoint request with its status, by name, likewise."""
+        return Store(self.layout).savepoint_requests()
 
 
 def take(settings: Settings, jobs: Iterable[str] | None = None, *,

@@ -15,13 +15,13 @@ from support.alert_receiver import hanging, receiving
 
 from streamops.alerts import Webhook, deliver
 from streamops.declarative.alerting import failing as reconcile_firing
-from streamops.declarative.resources import Deployment, SavepointRequest
-from streamops.declarative.status import DeploymentStatus, FailedAction, RequestStatus
-from streamops.declarative.store import Store
 from streamops.health import checks as health
 from streamops.health.alerting import firing as health_firing
 from streamops.health.alerting import scope as health_scope
 from streamops.health.report import CheckResult, Level
+from streamops.state.declarative.resources import Deployment, SavepointRequest
+from streamops.state.declarative.status import DeploymentStatus, FailedAction, RequestStatus
+from streamops.state.declarative.store import Store
 from streamops.state.layout import StateLayout
 from streamops_airflow import notifiers
 from streamops_airflow.notifiers import (

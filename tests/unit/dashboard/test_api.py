@@ -236,9 +236,9 @@ def test_trade_charts_show_the_newest_five_minutes_of_a_symbols_series(stack: St
 
 
 def test_resources_lists_deployments_requests_and_notifications(stack: Stack) -> None:
-    from streamops.declarative.resources import Deployment, SavepointRequest
-    from streamops.declarative.status import set_condition
-    from streamops.declarative.store import Store
+    from streamops.state.declarative.resources import Deployment, SavepointRequest
+    from streamops.state.declarative.status import set_condition
+    from streamops.state.declarative.store import Store
     from streamops.state.layout import append_jsonl
 
     store = Store(stack.settings.layout)

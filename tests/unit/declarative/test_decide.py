@@ -17,8 +17,8 @@ from streamops.declarative.decide import (
 )
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.observe import JobSeen, SavepointSeen
-from streamops.declarative.resources import Deployment, SavepointRequest
-from streamops.declarative.status import (
+from streamops.state.declarative.resources import Deployment, SavepointRequest
+from streamops.state.declarative.status import (
     Blocked,
     Cancelled,
     DeploymentStatus,

@@ -13,9 +13,9 @@ from support.reconcile_world import Killed, dep
 from streamops.declarative import act, inflight, reconcile
 from streamops.declarative.inflight import InFlight
 from streamops.declarative.observe import ReconcileView
-from streamops.declarative.resources import Deployment, SavepointRequest
 from streamops.exceptions import JobError
 from streamops.settings import Settings
+from streamops.state.declarative.resources import Deployment, SavepointRequest
 
 
 def test_deploy_then_nothing(world: dict[str, Any]) -> None:

@@ -20,10 +20,10 @@ from support.reconcile_world import Killed, dep
 from streamops.cli import main
 from streamops.declarative import act, inflight, reconcile
 from streamops.declarative.observe import JobSeen
-from streamops.declarative.resources import SavepointRequest
-from streamops.declarative.store import Store
 from streamops.exceptions import JobError
 from streamops.settings import Settings
+from streamops.state.declarative.resources import SavepointRequest
+from streamops.state.declarative.store import Store
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -74,7 +74,7 @@ def test_two_concurrent_applies_get_distinct_generations(tmp_path: Path,
 _APPLIES = """
 import sys
 from support.reconcile_world import dep
-from streamops.declarative.store import Store
+from streamops.state.declarative.store import Store
 from streamops.settings import Settings
 store = Store(Settings.from_env({}, state_root=sys.argv[1]).layout)
 for i in range(int(sys.argv[3])):

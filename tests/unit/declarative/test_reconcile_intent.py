@@ -14,13 +14,13 @@ from support.reconcile_world import Killed, dep
 
 from streamops.declarative import act, inflight, reconcile
 from streamops.declarative.inflight import InFlight
-from streamops.declarative.resources import Deployment
 from streamops.exceptions import JobError
 from streamops.health.procedures import gather_procedures, procedure_result
 from streamops.health.report import Level
 from streamops.procedures import savepoint_restart
 from streamops.settings import Settings
 from streamops.state import intents
+from streamops.state.declarative.resources import Deployment
 from streamops.state.layout import write_json_atomic
 
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from streamops.declarative.resources import (
+from streamops.exceptions import ConfigError
+from streamops.state.declarative.resources import (
     Deployment,
     SavepointRequest,
     duration_seconds,
     load_resources,
 )
-from streamops.declarative.store import Store
-from streamops.exceptions import ConfigError
+from streamops.state.declarative.store import Store
 from streamops.state.layout import StateLayout
 
 REPO = Path(__file__).resolve().parents[3]

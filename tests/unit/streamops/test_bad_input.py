@@ -13,9 +13,9 @@ import pytest
 
 from streamops import exceptions
 from streamops.cli import main
-from streamops.declarative.resources import load_resources
 from streamops.settings import PROJECT_ROOT
 from streamops.spec import load_spec
+from streamops.state.declarative.resources import load_resources
 
 SPEC = (PROJECT_ROOT / "config" / "jobs" / "transactions.yaml").read_bytes()
 DEPLOYMENT = (PROJECT_ROOT / "config" / "deployments" / "transactions.yaml").read_bytes()

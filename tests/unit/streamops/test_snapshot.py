@@ -1,6 +1,8 @@
 """One observation of the world (:mod:`streamops.world.snapshot`): the master asked once, the
 state root's view when it does not answer (the error named), and every observer of the cluster
-(health, the reconcile, the dashboard, ``streamops jobs``) reading one snapshot per pass.
+(health, the reconcile, the dashboard, ``streamops jobs``, ``streamops get``) reading one
+snapshot per pass; the declarative deployments read from the state root, the master up or
+down.
 
 The master is the edge: ``MasterClient.state`` is replaced by a counting fake; the state root
 is real, in a temporary directory.
@@ -9,6 +11,7 @@ is real, in a temporary directory.
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -25,9 +28,11 @@ from streamops.health.gather import gather
 from streamops.health.report import Thresholds
 from streamops.settings import Settings
 from streamops.state import op_lease
+from streamops.state.declarative.resources import DEPLOYMENT, Deployment
+from streamops.state.declarative.store import Store
 from streamops.state.intents import KINDS
 from streamops.state.layout import append_jsonl, write_json_atomic
-from streamops.world.snapshot import take
+from streamops.world.snapshot import Snapshot, take
 from streamops_contract.state import lease
 
 JOB = "fleet-pings"
@@ -164,3 +169,63 @@ def test_streamops_jobs_asks_the_master_once_and_says_when_it_is_down(
     out = capsys.readouterr()
     assert json.loads(out.out)[0]["is_live"] is False
     assert DOWN in out.err and "shown from the state root" in out.err
+
+
+def _deployed(settings: Settings) -> None:
+    """Two deployments: the snapshot's job, Running by its status, and one never reconciled."""
+    store = Store(settings.layout)
+    for name in (JOB, "transactions"):
+        spec = {"name": name, "version": "1", "entrypoint": "spark_jobs.transactions"}
+        store.apply(Deployment.model_validate({"name": name, "spec": spec}))
+    status = store.deployment_status(JOB)
+    status.phase, status.driver, status.observed_generation = "Running", "driver-1", 1
+    store.save_status(DEPLOYMENT, JOB, status)
+
+
+def _no_master(settings: Settings) -> Settings:
+    """``settings`` with a master web UI port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return settings.model_copy(update={"master_webui_port": port})
+
+
+def _listed(snap: Snapshot) -> list[tuple[str, str | None, str]]:
+    return [(d.name, d.status.phase if d.status else None, d.error) for d in snap.deployments]
+
+
+def test_a_snapshot_lists_the_deployments_with_their_status(
+    settings: Settings, master: Master
+) -> None:
+    _deployed(settings)
+    master.doc = master_doc("driver-1")
+    snap = take(settings)
+    assert _listed(snap) == [(JOB, "Running", ""), ("transactions", "Pending", "")]
+    assert snap.deployments[0].applied.generation == 1  # type: ignore[union-attr]
+    assert snap.savepoint_requests == [] and master.calls == 1  # read from the state root
+
+
+def test_with_no_master_listening_the_snapshot_and_get_list_the_deployments_all_the_same(
+    settings: Settings, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _deployed(settings)
+    lease.acquire(settings.layout, JOB, "driver-1")  # its driver runs on, heartbeating
+    down = take(_no_master(settings))
+    assert not down.master_up and "does not answer" in down.master_error
+    assert _listed(down) == [(JOB, "Running", ""), ("transactions", "Pending", "")]
+    assert down.jobs[JOB].driver_id == "driver-1"  # its view from the state root
+
+    monkeypatch.setenv("STREAMOPS_MASTER_WEBUI_PORT", str(_no_master(settings).master_webui_port))
+    monkeypatch.setenv("COLUMNS", "300")
+    root = ["--state-root", str(settings.state_root)]
+    assert main([*root, "get", "deployments", "--json"]) == 0
+    out = capsys.readouterr()
+    rows = {r["name"]: r for r in json.loads(out.out)}
+    assert rows[JOB]["status"]["phase"] == "Running" and rows[JOB]["job"]["is_live"] is True
+    assert rows["transactions"]["status"]["phase"] == "Pending"
+    assert rows["transactions"]["job"] is None  # never submitted: the snapshot shows no job
+    assert "shown from the state root" in out.err
+    assert main([*root, "get", "deployments"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line}
+    assert "Running" in lines[JOB] and "driver-1" in lines[JOB] and "1/1" in lines[JOB]
+    assert "Pending" in lines["transactions"] and "0/1" in lines["transactions"]

@@ -19,34 +19,40 @@ A file that cannot be read back (not UTF-8, not JSON, not of its schema) is an
 :class:`UnreadableFile` naming it; :meth:`Store.scan` lists such resources apart, so that one
 bad file holds back no other resource (the reconcile records it as the resource's ``Valid``
 condition), and an apply replaces it with a generation above any its status recorded.
+
+The read side, :meth:`Store.deployments` and :meth:`Store.savepoint_requests` (every resource
+with its status, or why a file of it cannot be read back), is what a snapshot of the world
+lists (``Snapshot.deployments``), and with it ``streamops get`` and the dashboard.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
-from streamops.declarative.resources import (
+from streamops.exceptions import ConfigError, UnreadableFile
+from streamops.spec import validation_lines
+from streamops.state import intents
+from streamops.state.declarative.resources import (
     DEPLOYMENT,
+    SAVEPOINT_REQUEST,
     Deployment,
     Resource,
     SavepointRequest,
 )
-from streamops.declarative.status import DeploymentStatus, RequestStatus
-from streamops.exceptions import ConfigError, UnreadableFile
-from streamops.spec import validation_lines
-from streamops.state import intents
+from streamops.state.declarative.status import DeploymentStatus, RequestStatus
 from streamops.state.layout import StateLayout, write_json_atomic
 from streamops_contract.names import check_name
 from streamops_contract.state.locks import file_lock
 from streamops_contract.textfile import decode
 
-_DIRS = {DEPLOYMENT: "deployments", "SavepointRequest": "savepoint-requests"}
+_DIRS = {DEPLOYMENT: "deployments", SAVEPOINT_REQUEST: "savepoint-requests"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,26 @@ class Unreadable:
     kind: str
     name: str
     error: str
+
+
+S = TypeVar("S", DeploymentStatus, RequestStatus)
+
+
+@dataclass(frozen=True)
+class Declared(Generic[S]):
+    """One resource as a reader sees it (``streamops get``, the dashboard, a snapshot): as
+    applied, with its status; or why a file of it cannot be read back (``error``: ``applied``
+    is None when its own file is the unreadable one, ``status`` when its status file is)."""
+
+    kind: str
+    name: str
+    applied: Applied | None = None
+    status: S | None = None
+    error: str = ""
+
+    @property
+    def deleting(self) -> bool:
+        return self.applied is not None and self.applied.deleting
 
 
 class Store:
@@ -233,11 +259,38 @@ class Store:
         return _status(DeploymentStatus, self.status_file(DEPLOYMENT, name))
 
     def request_status(self, name: str) -> RequestStatus:
-        return _status(RequestStatus, self.status_file("SavepointRequest", name))
+        return _status(RequestStatus, self.status_file(SAVEPOINT_REQUEST, name))
+
+    def status(self, kind: str, name: str) -> DeploymentStatus | RequestStatus:
+        """The status of ``name`` of ``kind`` (a fresh one if none is recorded)."""
+        return self.deployment_status(name) if kind == DEPLOYMENT else self.request_status(name)
+
+    # --- the read side: every resource with its status ---------------------------------
+    def deployments(self) -> list[Declared[DeploymentStatus]]:
+        """Every deployment with its status, by name; one whose files cannot be read back
+        is listed with why."""
+        return _declared(self, DEPLOYMENT, self.deployment_status)
+
+    def savepoint_requests(self) -> list[Declared[RequestStatus]]:
+        """Every savepoint request with its status, by name, likewise."""
+        return _declared(self, SAVEPOINT_REQUEST, self.request_status)
 
     def save_status(self, kind: str, name: str, status: DeploymentStatus | RequestStatus) -> None:
         status.updated_at = time.time()
         write_json_atomic(self.status_file(kind, name), status.model_dump(mode="json"))
+
+
+def _declared(store: Store, kind: str, status: Callable[[str], S]) -> list[Declared[S]]:
+    found, bad = store.scan(kind)
+    entries = [(b.name, None, b.error) for b in bad] + [(a.name, a, "") for a in found]
+    out: list[Declared[S]] = []
+    for name, applied, error in entries:
+        try:  # the status of a resource whose own file is unreadable says so (``Valid``)
+            seen: S | None = status(name)
+        except ConfigError as exc:  # unreadable, or a file name no resource can have
+            seen, error = None, error or str(exc)
+        out.append(Declared(kind, name, applied, seen, error))
+    return sorted(out, key=lambda d: d.name)
 
 
 def _applied(kind: str, data: dict[str, Any]) -> Applied:

@@ -7,7 +7,7 @@ inline), ``state`` (running | suspended), the upgrade policy, an initial savepoi
 nonce and a savepoint schedule with its history. A **savepoint request** (kind
 ``SavepointRequest``) asks for one savepoint of a job, with cancel or not.
 
-Applying reads the spec once and keeps it by value (:mod:`streamops.declarative.store`):
+Applying reads the spec once and keeps it by value (:mod:`.store`):
 editing the spec file later changes nothing until it is applied again.
 """
 
