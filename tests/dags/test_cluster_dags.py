@@ -20,7 +20,7 @@ from support.gaps import processing_gap, settle_and_check
 from support.integration import ClusterHandle, wait_until
 
 from streamops.cluster.releases import ReleaseStore
-from streamops.procedures import scale
+from streamops.world.cluster_nodes import alive_in_master
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("airflow_db"),
               pytest.mark.timeout(2400)]  # slow on 2 cores
@@ -75,9 +75,9 @@ def test_cluster_dags_end_to_end(
     with FleetRun(spark_cluster, tmp_path, job=JOB, max_pings=1_000_000) as fleet:
         fleet.submit()
         timed("rolling_scale 2→3", "rolling_scale", {"workers": 3})
-        assert len(scale.alive_in_master(settings)) == 3 and registry.view(JOB).is_live
+        assert len(alive_in_master(settings)) == 3 and registry.view(JOB).is_live
         timed("rolling_scale 3→2", "rolling_scale", {"workers": 2})
-        assert len(scale.alive_in_master(settings)) == 2 and registry.view(JOB).is_live
+        assert len(alive_in_master(settings)) == 2 and registry.view(JOB).is_live
 
         driver = registry.view(JOB).driver_id
         run = timed("cluster_restart r1→r2 (warm: handed over)", "cluster_restart",

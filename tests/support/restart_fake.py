@@ -1,9 +1,9 @@
 """A fake world for :mod:`streamops.procedures.savepoint_restart` (the restart from a fresh
 savepoint that the restart, the rebalance and the cluster restart run): one operations port
 (``cluster.ops``) whose job registry (the cluster itself), savepoints, submitter and nodes are
-hand-written fakes that record what they were asked (``calls``); the intent records, the
-control channel (request and answer files) and the submissions file are real. Nothing is
-monkeypatched.
+hand-written fakes that record what they were asked (``calls``; the nodes' workers:
+:mod:`support.nodes_fake`); the intent records, the control channel (request and answer files)
+and the submissions file are real. Nothing is monkeypatched.
 
 The fake driver acts as a real one does at its batch boundaries: each time the cluster is
 looked at it answers the pending savepoint requests (publishing the savepoint), and a look
@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from support.fake_savepoints import FakeSavepoints
+from support.nodes_fake import WorkerAgents
 
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import JobError, JobNotFound
@@ -47,6 +48,7 @@ class FakeCluster:
     submitted: int = 0
     left: list[str] = field(default_factory=list)  # other drivers of the job (a relaunch)
     savepoint_error: str | None = None  # the driver's savepoint fails so; the job goes on
+    workers: list[str] = field(default_factory=lambda: ["worker-1"])  # running (FakeNodes)
 
     # the driver, at a batch boundary
     def _boundary(self) -> None:
@@ -143,7 +145,8 @@ class FakeCluster:
 
     @property
     def client(self) -> Any:
-        return SimpleNamespace(kill_submission=lambda d: self.calls.append(f"kill {d}"))
+        return SimpleNamespace(kill_submission=lambda d: self.calls.append(f"kill {d}"),
+                               workers=lambda: [], active_apps=lambda: [])  # fmt: skip
 
     def current_spec(self, job: str) -> JobSpec:
         return self.spec
@@ -177,13 +180,19 @@ class FakeSubmitter:
 
 
 @dataclass
-class FakeNodes:
-    """The cluster's daemons: stopped and started (recorded), one worker."""
+class FakeNodes(WorkerAgents):
+    """The cluster's daemons: stopped and started (recorded); its workers (the cluster's
+    ``workers``, one unless set) started and decommissioned (recorded)."""
 
     cluster: FakeCluster
 
-    def running_workers(self) -> list[str]:
-        return ["worker-1"]
+    @property  # type: ignore[override]
+    def running(self) -> list[str]:
+        return self.cluster.workers
+
+    @property  # type: ignore[override]
+    def calls(self) -> list[str]:
+        return self.cluster.calls
 
     def stop_all(self) -> None:
         self.cluster.calls.append("stop cluster")

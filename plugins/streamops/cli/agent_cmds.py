@@ -64,7 +64,7 @@ def run_release_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_release_switch(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.agent.registry import Agents
-    from streamops.procedures.cluster_restart import switch_release_on_nodes
+    from streamops.world.cluster_nodes import switch_release_on_nodes
 
     switch_release_on_nodes(Agents(settings), args.release)
     print(f"active jar release: {args.release}")

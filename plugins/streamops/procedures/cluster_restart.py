@@ -54,7 +54,6 @@ from streamops.procedures.job_lease import job_operation
 from streamops.procedures.step_runner import run_steps
 from streamops.spec import spec_from_dict
 from streamops.timeouts import HEALTH_TIMEOUT
-from streamops.world.cluster_nodes import switch_release_on_nodes
 from streamops.world.operations import Operations, World
 from streamops.world.port import operations
 
@@ -63,7 +62,7 @@ log = logging.getLogger("streamops.procedures.cluster_restart")
 __all__ = ["OPERATION", "OWNER", "PATHS", "STORE", "WARM_STEPS", "RestartIntent", "STEPS",
            "begin", "load_intent", "record_failure", "restart", "restore_jobs", "rollback",
            "savepoint_jobs", "start_cluster", "stop_cluster", "switch_release",
-           "switch_release_on_nodes", "verify_healthy"]  # fmt: skip
+           "verify_healthy"]  # fmt: skip
 
 
 def savepoint_jobs(ops: Operations, jobs: list[str] | None = None) -> dict[str, str]:

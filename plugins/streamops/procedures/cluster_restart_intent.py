@@ -86,9 +86,7 @@ def current_or_last(ops: Operations) -> RestartIntent:
 
 
 def nodes_of(ops: Operations) -> Nodes:
-    if ops.nodes is None:
-        raise ClusterRestartFailed("this operations port reaches no node agents")
-    return ops.nodes
+    return ops.require_nodes(ClusterRestartFailed)
 
 
 def choose_path(path: str, jobs: list[str]) -> str:

@@ -10,13 +10,16 @@ rebalanced: restarted from a fresh savepoint (:mod:`streamops.procedures.savepoi
 The scale is put together once, as the steps of :data:`STEPS` (``change_workers`` →
 ``confirm_in_master`` → ``verify_batches_continue`` → ``rebalance``), each ``step(ops, owner,
 ...)``: the CLI (``streamops scale``) runs them through :func:`run_steps` like every other
-procedure, each task of the ``rolling_scale`` DAG runs one. They share what they need through
-the intent record (``<state>/cluster/intents/scale.json``, :class:`ScaleIntent`): the first
-step records the target, its owner (``cli`` or the DAG run) and the jobs' batch marks before
-any worker changes, then the workers it started and removed; :func:`workers_changed` the
-count reached (also where the health check reads the workers it expects:
-:mod:`streamops.state.cluster_size`), :func:`finish` the end. An unfinished one shows in
-``streamops health`` with the command that resumes it (a scale to the same count).
+procedure, each task of the ``rolling_scale`` DAG runs one. They touch the cluster only through
+the operations port: the workers through its ``nodes``
+(:class:`~streamops.world.operations.Nodes`: ``scale_to``, ``add_worker``, ``remove_worker``,
+``wait_alive_count``, ``running_workers``), the jobs through its ``registry``. They share what
+they need through the intent record (``<state>/cluster/intents/scale.json``,
+:class:`ScaleIntent`): the first step records the target, its owner (``cli`` or the DAG run)
+and the jobs' batch marks before any worker changes, then the workers it started and removed;
+:func:`workers_changed` the count reached (also where the health check reads the workers it
+expects: :mod:`streamops.state.cluster_size`), :func:`finish` the end. An unfinished one shows
+in ``streamops health`` with the command that resumes it (a scale to the same count).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
-from streamops.agent.registry import Agents
 from streamops.cluster.client import executor_room
 from streamops.cluster.node import wait_for
 from streamops.exceptions import ClusterError, JobError, StreamopsError
@@ -40,16 +42,7 @@ from streamops.settings import Settings
 from streamops.state.cluster_size import record_desired_workers
 from streamops.state.job_status import StageStatus
 from streamops.timeouts import HEALTH_TIMEOUT, VERIFY_BATCHES_TIMEOUT
-from streamops.world.cluster_nodes import (
-    ScaleResult,
-    add_worker,
-    alive_in_master,
-    remove_worker,
-    running_workers,
-    scale_to,
-    wait_alive_count,
-)
-from streamops.world.operations import Operations, World
+from streamops.world.operations import Operations, ScaleResult, World
 from streamops.world.port import operations
 
 log = logging.getLogger("streamops.procedures.scale")
@@ -57,11 +50,10 @@ REBALANCE = "rebalance"  # the owner (and purpose) of a rebalance's restart inte
 OPERATION = "scale"  # its intent: <state>/cluster/intents/scale.json
 CLI_OWNER = "cli"
 
-__all__ = ["STEPS", "ScaleIntent", "ScaleResult", "add_worker", "alive_in_master",
-           "batch_marks", "batches_continue", "begin", "change_workers", "confirm_in_master",
-           "finish", "load_intent", "rebalance", "rebalance_job", "record_failure",
-           "remove_worker", "running_workers", "scale", "scale_to", "target_workers",
-           "verify_batches_continue", "wait_alive_count", "workers_changed"]  # fmt: skip
+__all__ = ["STEPS", "ScaleIntent", "batch_marks", "batches_continue", "begin",
+           "change_workers", "confirm_in_master", "finish", "load_intent", "rebalance",
+           "rebalance_job", "record_failure", "scale", "target_workers",
+           "verify_batches_continue", "workers_changed"]  # fmt: skip
 
 BatchMarks = dict[str, dict[str, tuple[int | None, float]]]
 """Per running job, per stage: (last batch id, time of the mark)."""
@@ -188,13 +180,13 @@ def load_intent(world: World) -> ScaleIntent | None:
     return STORE.load(world)
 
 
-def target_workers(settings: Settings, *, workers: int | None = None, add: str | None = None,
+def target_workers(world: World, *, workers: int | None = None, add: str | None = None,
                    remove: str | None = None) -> int:  # fmt: skip
     """The ALIVE workers a scale ends with: ``workers``, or one more (``add``) or one fewer
-    (``remove``) than run now."""
+    (``remove``) than run now (the port's nodes count them)."""
     if workers is not None:
         return workers
-    running = running_workers(Agents(settings))
+    running = operations(world).require_nodes().running_workers()
     if add is not None:
         return len(running) + (add not in running)
     return len(running) - (remove in running)
@@ -272,18 +264,19 @@ def change_workers(ops: Operations, owner: str, *, workers: int | None = None,
                    marks: BatchMarks | None = None) -> ScaleResult:  # fmt: skip
     """Record the scale's target and the jobs' batch marks (``begin``; ``marks`` taken now
     unless given), then start or decommission workers until it runs (exactly one of
-    ``workers``, ``add``, ``remove``); what changed is kept in the intent."""
-    settings = ops.settings
-    target = target_workers(settings, workers=workers, add=add, remove=remove)
+    ``workers``, ``add``, ``remove``) through the port's nodes; what changed is kept in the
+    intent."""
+    settings, nodes = ops.settings, ops.require_nodes()
+    target = target_workers(ops, workers=workers, add=add, remove=remove)
     begin(settings, owner, target, marks=batch_marks(ops) if marks is None else marks)
     with _recorded(settings, owner, "change_workers"):
         if workers is not None:
-            result = scale_to(settings, workers)
+            result = nodes.scale_to(workers)
         elif add is not None:
-            result = add_worker(settings, add)
+            result = nodes.add_worker(add)
         else:
             assert remove is not None, "give one of workers, add, remove"
-            result = remove_worker(settings, remove)
+            result = nodes.remove_worker(remove)
     intent = STORE.owned(settings, None, owner)
     intent.started, intent.removed, intent.running = (list(result.started),
                                                       list(result.removed), list(result.running))
@@ -298,7 +291,7 @@ def confirm_in_master(ops: Operations, owner: str, expected: int | None = None) 
     if expected is None:
         expected = STORE.owned(settings, None, owner).workers
     with _recorded(settings, owner, "confirm_in_master"):
-        wait_alive_count(settings, expected)
+        ops.require_nodes().wait_alive_count(expected)
     workers_changed(settings, owner)
     step_done(settings, owner, "confirm_in_master")
 

@@ -1,8 +1,8 @@
 """The cluster's nodes, through their agents: the workers running, adding and removing one
 (graceful decommission), scaling to a count, stopping and starting the whole cluster and
 switching its jar release. The rolling scale (:mod:`streamops.procedures.scale`) and the
-cluster restart (:mod:`streamops.procedures.cluster_restart`, through the ``nodes`` of the
-operations port: :class:`AgentNodes`) act on the cluster only through these.
+cluster restart (:mod:`streamops.procedures.cluster_restart`) act on the cluster only through
+the ``nodes`` of the operations port, :class:`AgentNodes`, which runs these.
 """
 
 from __future__ import annotations
@@ -18,20 +18,9 @@ from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import AgentError, ClusterError, ClusterRestartFailed, ConfigError
 from streamops.settings import Settings
 from streamops.timeouts import MASTER_TIMEOUT
+from streamops.world.operations import ScaleResult
 
 log = logging.getLogger("streamops.procedures.scale")
-
-
-@dataclass(frozen=True)
-class ScaleResult:
-    started: tuple[str, ...]
-    removed: tuple[str, ...]
-    running: tuple[str, ...]
-
-    def summary(self) -> str:
-        return (f"started {', '.join(self.started) or 'none'}; removed "
-                f"{', '.join(self.removed) or 'none'}; running workers now: "
-                f"{', '.join(self.running) or 'none'} ({len(self.running)})")
 
 
 def running_workers(agents: Agents) -> list[str]:
@@ -144,7 +133,8 @@ def switch_release_on_nodes(agents: Agents, release: str) -> None:
 
 @dataclass
 class AgentNodes:
-    """The whole cluster through its agents (the ``nodes`` of the operations port)."""
+    """The whole cluster through its agents (the ``nodes`` of the operations port,
+    :class:`~streamops.world.operations.Nodes`): each operation runs this module's function."""
 
     settings: Settings
 
@@ -154,6 +144,18 @@ class AgentNodes:
 
     def running_workers(self) -> list[str]:
         return running_workers(self.agents)
+
+    def add_worker(self, name: str) -> ScaleResult:
+        return add_worker(self.settings, name)
+
+    def remove_worker(self, name: str) -> ScaleResult:
+        return remove_worker(self.settings, name)
+
+    def scale_to(self, workers: int) -> ScaleResult:
+        return scale_to(self.settings, workers)
+
+    def wait_alive_count(self, count: int, timeout: float = MASTER_TIMEOUT) -> None:
+        wait_alive_count(self.settings, count, timeout)
 
     def stop_all(self) -> None:
         """Stop every running worker, then the master."""

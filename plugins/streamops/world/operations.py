@@ -4,7 +4,8 @@ Every step takes an :class:`Operations` first; it reaches the cluster only throu
 job ``registry`` (the jobs' views, their waits, cancels; ``registry.client`` the master),
 the ``savepoints`` (ask a driver for one, read the catalogue), the ``submitter`` (submit,
 start from a savepoint, warm standbys, describe a version's stages), the ``clock``, and for
-the cluster restart the ``nodes`` (the daemons, through their agents). The real one is built
+the rolling scale and the cluster restart the ``nodes`` (the workers and the daemons, through
+their agents: :meth:`Operations.require_nodes`). The real one is built
 from the settings (:func:`streamops.world.port.operations`); a test passes one fake
 instead of patching modules. The entry points take either the settings or a port (:data:`World`).
 """
@@ -15,7 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from streamops.exceptions import ClusterError
 from streamops.settings import Settings
+from streamops.timeouts import MASTER_TIMEOUT
 
 if TYPE_CHECKING:
     from streamops.cluster.client import MasterClient
@@ -104,11 +107,46 @@ class Submitter(Protocol):
     def describe_stages(self, spec: JobSpec) -> dict[str, dict[str, Any]]: ...
 
 
-class Nodes(Protocol):
-    """The cluster's daemons, through the node agents
-    (:mod:`streamops.world.cluster_nodes`)."""
+@dataclass(frozen=True)
+class ScaleResult:
+    """The workers a change of the workers started and removed, and those running after it."""
 
-    def running_workers(self) -> list[str]: ...
+    started: tuple[str, ...]
+    removed: tuple[str, ...]
+    running: tuple[str, ...]
+
+    def summary(self) -> str:
+        return (
+            f"started {', '.join(self.started) or 'none'}; removed "
+            f"{', '.join(self.removed) or 'none'}; running workers now: "
+            f"{', '.join(self.running) or 'none'} ({len(self.running)})"
+        )
+
+
+class Nodes(Protocol):
+    """The cluster's workers and daemons, through the node agents
+    (:mod:`streamops.world.cluster_nodes`): the rolling scale's workers, the cluster
+    restart's whole cluster."""
+
+    def running_workers(self) -> list[str]:
+        """Worker nodes whose agent reports a running daemon, in worker order."""
+        ...
+
+    def add_worker(self, name: str) -> ScaleResult:
+        """Start worker ``name`` (nothing when it runs) until the master lists it ALIVE."""
+        ...
+
+    def remove_worker(self, name: str) -> ScaleResult:
+        """Decommission running worker ``name`` gracefully until the master drops it."""
+        ...
+
+    def scale_to(self, workers: int) -> ScaleResult:
+        """Start idle workers, or decommission workers one at a time, until ``workers`` run."""
+        ...
+
+    def wait_alive_count(self, count: int, timeout: float = MASTER_TIMEOUT) -> None:
+        """Wait until the master lists exactly ``count`` ALIVE workers."""
+        ...
 
     def stop_all(self) -> None: ...
 
@@ -134,7 +172,7 @@ class Operations:
     savepoints: SavepointStore
     submitter: Submitter
     clock: Clock
-    nodes: Nodes | None = None  # the cluster restart's; a job's procedures need none
+    nodes: Nodes | None = None  # the scale's and cluster restart's; a job's need none
 
     @property
     def layout(self) -> StateLayout:
@@ -143,6 +181,12 @@ class Operations:
     @property
     def client(self) -> MasterClient:
         return self.registry.client
+
+    def require_nodes(self, error: type[ClusterError] = ClusterError) -> Nodes:
+        """The ``nodes``; ``error`` when this port reaches no node agents."""
+        if self.nodes is None:
+            raise error("this operations port reaches no node agents")
+        return self.nodes
 
 
 World = Settings | Operations

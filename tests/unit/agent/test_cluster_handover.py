@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from support.agent_fake import make_settings
+from support.nodes_fake import WorkerAgents
 from support.step_crash import dies_when_recording
 from support.upgrade_fake import JOB, V1, FakeCluster, FakeRegistry
 
@@ -57,12 +58,10 @@ class Registry(FakeRegistry):
 
 
 @dataclass
-class Nodes:
+class Nodes(WorkerAgents):
     settings: Settings
     calls: list[str]
-
-    def running_workers(self) -> list[str]:
-        return ["worker-1", "worker-2"]
+    running: list[str] = field(default_factory=lambda: ["worker-1", "worker-2"])
 
     def stop_all(self) -> None:
         self.calls.append("stop cluster")

@@ -1,7 +1,7 @@
 """The ``rolling_scale`` DAG's tasks record the scale's intent, owned by the DAG run, and the
 worker count health expects once the master lists it; a failed step is kept in the intent.
-The ``cluster_restart`` DAG's run owns its intent too. The cluster's edge (agents, master,
-jobs) is replaced; the tasks are the DAG's own."""
+The ``cluster_restart`` DAG's run owns its intent too. The world is a fake operations port
+(:mod:`support.restart_fake`, two workers running, fake agents); the tasks are the DAG's own."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from support.dag_runs import dag_tasks
+from support.restart_fake import FakeCluster, as_dag_task, install
 
 from streamops.exceptions import JobError
 from streamops.procedures import scale
@@ -26,27 +27,29 @@ def _tasks(name: str = "rolling_scale") -> dict[str, Any]:
 
 
 @pytest.fixture
-def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Settings:
-    settings = Settings.from_env({}, state_root=str(tmp_path / "state"))
-    monkeypatch.setattr("streamops_airflow.hooks.ops_settings", lambda *_: settings)
-    monkeypatch.setattr("airflow.sdk.get_current_context", lambda: {"ti": RUN})
-    monkeypatch.setattr(scale, "scale_to", lambda s, n: scale.ScaleResult(
-        ("worker-3",), (), tuple(f"worker-{i}" for i in range(1, n + 1))))
-    monkeypatch.setattr(scale, "wait_alive_count", lambda s, n: None)
-    monkeypatch.setattr(scale, "rebalance_candidates", lambda s: [])
-    return settings
+def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
+    cluster = install(Settings.from_env({}, state_root=str(tmp_path / "state")))
+    cluster.workers = ["worker-1", "worker-2"]
+    return as_dag_task(monkeypatch, cluster, RUN)
+
+
+@pytest.fixture
+def settings(cluster: FakeCluster) -> Settings:
+    return cluster.settings
 
 
 def test_a_run_records_its_intent_and_the_workers_health_expects(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+    cluster: FakeCluster, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(scale, "batches_continue", lambda s, m, t: {})
     tasks = _tasks()
     assert tasks["change_workers"]({"action": "workers", "workers": 3}, {}) == 3
     intent = scale.load_intent(settings)
     assert intent is not None and intent.owner == OWNER and intent.workers == 3
+    assert intent.started == ["worker-3"] and cluster.calls == ["start worker-3"]
     assert not intent.finished and desired_workers(settings.layout) is None
     tasks["confirm_in_master"](3)
+    assert cluster.calls[-1] == "master lists 3 ALIVE"
     assert desired_workers(settings.layout) == 3
     tasks["verify_batches_continue"](params={"verify_timeout": 30})
     tasks["rebalance"]()

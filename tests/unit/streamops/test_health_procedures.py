@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.nodes_fake import FakeWorkers
 
 from streamops.cli import main, scale_cmds
 from streamops.cluster.client import MasterClient
@@ -229,15 +230,11 @@ def scale_args(workers: int) -> argparse.Namespace:
 
 
 def quiet_scale(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> None:
-    """The scale's actions at the edge: the workers change (or fail to), nothing else runs."""
-
-    def scale_to(settings: Settings, workers: int) -> scale.ScaleResult:
-        if fail:
-            raise ClusterError("the master lists 2 ALIVE workers, not 3, after 180s")
-        return scale.ScaleResult((), (), tuple(f"worker-{i}" for i in range(1, workers + 1)))
-
-    monkeypatch.setattr(scale, "scale_to", scale_to)
-    monkeypatch.setattr(scale, "wait_alive_count", lambda s, n: None)
+    """The scale's actions at the edge: the real port's nodes are fake agents whose workers
+    change (or fail to), nothing else runs."""
+    nodes = FakeWorkers(failure="the master lists 2 ALIVE workers, not 3, after 180s"
+                        if fail else None)  # fmt: skip
+    monkeypatch.setattr("streamops.world.port.AgentNodes", lambda settings: nodes)
     monkeypatch.setattr(scale, "batch_marks", lambda s: {})
     monkeypatch.setattr(scale, "batches_continue", lambda s, m, t=None: {})
     monkeypatch.setattr(scale, "rebalance_candidates", lambda s: [])
