@@ -106,6 +106,8 @@ class StepReport:
     error: str = ""
     bound_s: float | None = None
     health_ok_s: float | None = None
+    took_s: float | None = None
+    """The step's wall time: its action, the waits, the catch-up and the comparison."""
     tally: Tally = field(default_factory=Tally)
 
     @property
@@ -120,9 +122,12 @@ class StepReport:
         gap = "-" if self.gap_s is None else f"{self.gap_s:.1f} s"
         down = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts_down.items())) or "none"
         state = "ok" if self.ok else "FAILED"
+        took = "" if self.took_s is None else f"; took {self.took_s:.0f} s"
+        if self.took_s is not None and self.catch_up_s is not None:
+            took += f" (catch-up before the oracle {self.catch_up_s:.1f} s)"
         text = (f"step {self.number:2d} {self.action:18s} {state:6s} every stage again {rec:8s}"
                 f" longest gap {gap:8s} health OK again {health}, while down: {down};"
-                f" {self.note}")  # fmt: skip
+                f" {self.note}{took}")  # fmt: skip
         for problem in [self.error, *self.violations, *([] if self.oracle_ok else self.oracle)]:
             if problem:
                 text += f"\n      {problem}"
@@ -259,6 +264,7 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
         report.error = "; ".join(p for p in (report.error, f"{type(exc).__name__}: {exc}"[:2000])
                                  if p)  # fmt: skip
     report.verdicts_down, report.violations = judge_health(watch.between(t0, time.time()))
+    report.took_s = time.time() - t0
     return report
 
 
