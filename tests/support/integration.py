@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamops.health.gather import dormant_reason
+from streamops.job_reads import read_submissions
 from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.stack.local_cluster import LocalCluster
+from streamops.state.layout import StateLayout
 from streamops_contract.records import Cancellation, append_record
 
 
@@ -34,9 +36,20 @@ class ClusterHandle:
         view = registry.view(job)
         if view.is_live:
             registry.cancel(job)
-        elif view.driver_id and dormant_reason(self.settings.layout, job) is None:
-            append_record(self.settings.layout.submissions_file(job),
-                          Cancellation(str(view.driver_id)))  # fmt: skip
+        elif (ended := ended_driver(self.settings.layout, job, view)) is not None:
+            append_record(self.settings.layout.submissions_file(job), Cancellation(ended))
+
+
+def ended_driver(layout: StateLayout, job: str, view: JobView) -> str | None:
+    """The driver whose end to record as ``job``'s cancellation: its last driver (the
+    status's, else the last submission's; a view of a job that runs no more names no driver)
+    when ``job`` is not live and still counts as declared; else None."""
+    if view.is_live or dormant_reason(layout, job) is not None:
+        return None
+    submitted = [s for s in read_submissions(layout.submissions_file(job))
+                 if s.get("event") == "submitted" and s.get("driver_id")]  # fmt: skip
+    last = view.status.driver_id or (submitted[-1]["driver_id"] if submitted else None)
+    return str(last) if last else None
 
 
 def wait_until(
