@@ -37,7 +37,7 @@ from streamops.world.submit import clear_orphans
 log = logging.getLogger("streamops.procedures.restart")
 
 __all__ = ["CHECKPOINT_STEPS", "MODES", "RestartOutcome", "check_mode", "closed_unchanged",
-           "hold_restart", "restart_job", "restart_savepoint_name", "resubmit",
+           "hold_restart", "restart_job", "timed_to_backlog", "restart_savepoint_name", "resubmit",
            "stop_for_restart"]  # fmt: skip
 
 CLI_OWNER = "cli"
@@ -158,6 +158,15 @@ def closed_unchanged(ops: Operations, job: str, owner: str, mode: str,
                     f"still runs (driver {running})")  # fmt: skip
 
 
+def timed_to_backlog(world: World, job: str) -> bool:
+    """Whether a restart of ``job`` is timed to its backlog: its spec (the state root's
+    record of its submission) declares ``latency_slo``."""
+    try:
+        return operations(world).registry.current_spec(job).latency_slo is not None
+    except StreamopsError:
+        return False
+
+
 def hold_restart(ops: Operations, job: str, owner: str, *, now: bool) -> None:
     """The backlog gate of a new restart of ``job`` (:mod:`.backlog_gate`): a job with a
     ``latency_slo`` waits for its backlog, or is refused (:class:`JobError`); ``owner``'s
@@ -165,8 +174,11 @@ def hold_restart(ops: Operations, job: str, owner: str, *, now: bool) -> None:
     previous = STORE.load(ops, job)
     if previous is not None and not previous.finished and previous.owner == owner:
         return
-    hold_for_backlog(ops, job, ops.registry.current_spec(job), "restart", now=now,
-                     error=JobError)  # fmt: skip
+    try:
+        spec = ops.registry.current_spec(job)
+    except StreamopsError:  # no spec recorded: the restart's own steps say so, as before
+        return
+    hold_for_backlog(ops, job, spec, "restart", now=now, error=JobError)
 
 
 def _restart(ops: Operations, job: str, mode: RestartMode, savepoint: str | None,

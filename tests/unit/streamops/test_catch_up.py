@@ -20,7 +20,7 @@ from streamops.exceptions import JobError, UpgradeRefused
 from streamops.procedures import upgrade_steps as steps
 from streamops.procedures.backlog_gate import recent_gap
 from streamops.procedures.catch_up import Measured, StageRates, advise, longest_pause, predict
-from streamops.procedures.restart import hold_restart
+from streamops.procedures.restart import hold_restart, timed_to_backlog
 from streamops.spec import JobSpec, load_spec, spec_from_dict
 from streamops.state.job_status import StageStatus
 from streamops.world.operations import BacklogSeen, Operations
@@ -207,3 +207,10 @@ def test_scale_advise_prints_its_terms(tmp_path: Path, capsys: pytest.CaptureFix
     assert "= 50.0 + 0.8 + 71.4 = 122.3 rows/s (catch-up 1800s, utilization 0.7)" in out
     assert "per core: 30.0 rows/s → 5 cores, 2 workers, 8 state partitions" in out
     assert "now: 2 cores (spark.cores.max), 2 workers of 4 cores" in out
+
+
+def test_a_restart_is_timed_only_for_a_job_with_slo(tmp_path: Path) -> None:
+    cluster = upgrade_fake.install(tmp_path)
+    assert not timed_to_backlog(cluster.ops, JOB)
+    cluster.old = with_slo(cluster.old)
+    assert timed_to_backlog(cluster.ops, JOB)
