@@ -37,6 +37,8 @@ Each step records intent before it acts, so a retried task resumes rather than r
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow.sdk import Param, dag, task
 
 from streamops.procedures import cluster_restart as procedure
@@ -63,23 +65,27 @@ from streamops_airflow.procedure_tasks import this_run
                       "standby on the new release, the cluster runs on), full when none does; "
                       "warm; full: stop and start everything (for a change the master and "
                       "workers load themselves)"),
+        "now": Param(False, type="boolean", title="Now",
+                     description="go at once: do not wait for (or be refused by) the backlog "
+                     "of a job whose spec declares latency_slo"),
     },  # fmt: skip
 )
 def cluster_restart() -> None:
     @task(retries=0)
-    def validate(params: dict | None = None) -> dict[str, str]:
+    def validate(params: dict | None = None) -> dict[str, Any]:
         from streamops_airflow import params as checks
         from streamops_airflow.hooks import ops_settings
 
         given = params or {}
         return {"release": checks.known_release(given, "release", ops_settings()),
-                "path": checks.one_of(given, "path", procedure.PATHS, default="auto")}
+                "path": checks.one_of(given, "path", procedure.PATHS, default="auto"),
+                "now": bool(given.get("now"))}
 
     @task
-    def begin(asked: dict[str, str]) -> str:
+    def begin(asked: dict[str, Any]) -> str:
         # the run owns the intent: health names it while the restart is unfinished
         intent = restart_step(procedure.begin, release=asked["release"], owner=this_run(),
-                              path=asked["path"])  # fmt: skip
+                              path=asked["path"], now=bool(asked.get("now")))  # fmt: skip
         print(f"restart {intent.release_from} -> {intent.release_to} by the {intent.path} "
               f"path: jobs {sorted(intent.savepoints)}, workers {intent.workers}")
         return intent.path

@@ -39,23 +39,36 @@ from streamops_airflow.job_groups import (
         "mode": Param("savepoint", type="string", enum=["savepoint", "last-checkpoint"],
                       title="Mode", description="savepoint: graceful; last-checkpoint: for a "
                       "job too sick to savepoint (or already dead)"),
+        "now": Param(False, type="boolean", title="Now",
+                     description="go at once: do not wait for (or be refused by) the backlog "
+                     "of a job whose spec declares latency_slo"),
     },  # fmt: skip
 )
 def restart_job() -> None:
     @task(multiple_outputs=True)
     def validate(params: dict | None = None) -> dict:
-        from streamops.exceptions import StreamopsError
-        from streamops.procedures.restart import check_mode, restart_savepoint_name
+        from streamops.exceptions import JobError, StreamopsError
+        from streamops.procedures.restart import (
+            check_mode,
+            hold_restart,
+            restart_savepoint_name,
+            timed_to_backlog,
+        )
         from streamops_airflow import params as checks
         from streamops_airflow.exceptions import ParamError
         from streamops_airflow.hooks import ops_settings
+        from streamops_airflow.procedure_tasks import job_step
 
         params = params or {}
-        job = checks.known_job(params, "job", ops_settings())
+        settings = ops_settings()
+        job = checks.known_job(params, "job", settings)
         try:
             mode = check_mode(str(checks.require(params, "mode")))
         except StreamopsError as exc:
             raise ParamError("mode", str(exc)) from exc
+        # before anything stops: a job with a latency_slo waits for its backlog, or is refused
+        if not params.get("now") and timed_to_backlog(settings, job):
+            job_step(hold_restart, job, now=False, fatal=(JobError,))
         return {"job": job, "mode": mode, "savepoint": restart_savepoint_name(job)}
 
     @task.branch

@@ -64,6 +64,9 @@ from streamops_airflow.upgrade_groups import (
                                      "stops; cold: after; auto: warm if a worker has a free "
                                      "core for it"),
         "allow_no_spare": spare_param(),
+        "now": Param(False, type="boolean", title="Now",
+                     description="go at once: do not wait for (or be refused by) the backlog "
+                     "of a job whose spec declares latency_slo"),
     },  # fmt: skip
 )
 def savepoint_and_upgrade() -> None:
@@ -85,6 +88,7 @@ def savepoint_and_upgrade() -> None:
             "savepoint": checks.new_savepoint_name(params, "savepoint", settings),
             "allow_state_drop": bool(params.get("allow_state_drop")),
             "standby": checks.one_of(params, "standby", STANDBY_MODES, default="auto"),
+            "now": bool(params.get("now")),
         }  # fmt: skip
 
     ctx = plan(validate())

@@ -30,7 +30,7 @@ log = logging.getLogger("spark_jobs.transactions")
 
 SOURCE_ID = "journal:transactions"
 """The source id in offsets and savepoints (health locates a ``journal:`` source by the job's
-``store_url``: :mod:`streamops.health.source_probes`)."""
+``store_url``: :mod:`streamops.world.source_probes`)."""
 STAGE = "transaction-log"
 LOG_FIELDS = ("sequence", "op", "id", "payload")
 

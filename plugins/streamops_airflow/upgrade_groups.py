@@ -44,7 +44,7 @@ def plan(ctx: dict[str, Any]) -> dict[str, Any]:
     intent = upgrade_step(
         steps.plan, ctx["job"], spec_from_dict(ctx["spec"], ctx["spec_path"]),
         savepoint=ctx["savepoint"], allow_state_drop=ctx["allow_state_drop"],
-        standby=ctx["standby"],
+        standby=ctx["standby"], now=bool(ctx.get("now")),
     )  # fmt: skip
     print(intent.plan)
     return {"job": intent.job, "savepoint": intent.savepoint,

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from streamops_contract.exceptions import ConfigError, UnsafeNameError
 from streamops_contract.names import check_name
@@ -60,6 +69,40 @@ class Resources(BaseModel):
         return v.lower()
 
 
+class LatencySlo(BaseModel):
+    """A job's end-to-end latency objective, which times the changes that stop it
+    (``upgrade``, ``restart``, ``cluster restart``: :mod:`streamops.procedures.catch_up`):
+    the latency may stay above ``objective`` for at most ``allowed_breach``; a change whose
+    predicted catch-up breaks that waits up to ``max_wait`` for the backlog to shrink, then
+    is refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    objective: str = Field(description="the latency aimed at, e.g. '10 seconds'")
+    allowed_breach: str = Field(description="how long it may stay above, e.g. '60 seconds'")
+    max_wait: str = Field(default="5 minutes", description="how long a change waits for "
+                          "the backlog to shrink before it is refused ('0 s': refuse at once)")
+
+    @field_validator("objective", "allowed_breach", "max_wait")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        if parse_duration(v) < 0:
+            raise ValueError("must not be negative")
+        return v
+
+    @property
+    def objective_s(self) -> float:
+        return parse_duration(self.objective)
+
+    @property
+    def allowed_breach_s(self) -> float:
+        return parse_duration(self.allowed_breach)
+
+    @property
+    def max_wait_s(self) -> float:
+        return parse_duration(self.max_wait)
+
+
 class JobSpec(BaseModel):
     """What to run: one streaming job, identified by its name."""
 
@@ -94,6 +137,22 @@ class JobSpec(BaseModel):
         "job over within seconds when the running driver dies; it costs a driver's and its "
         "executors' cores",
     )
+    latency_slo: LatencySlo | None = Field(
+        default=None,
+        description="the latency objective that times the changes stopping the job; none: "
+        "they go at once (see LatencySlo)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_slo(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        """A spec without ``latency_slo`` dumps as before the field existed (the describe
+        cache's keys, the intents' specs by value, the driver's token stay the same)."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("latency_slo", ...) is None:
+            del data["latency_slo"]
+        return data
 
     @field_validator("name")
     @classmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from streamops.cli.job_cmds import now_flag
 from streamops.cli.tables import Listing
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ def register(sub: Any) -> None:
     restart.add_argument("--path", choices=("auto", "warm", "full"), default="auto",
                          help="auto (default): warm while jobs run, full when none does; full: "
                          "also for a change the master and workers load themselves")
+    now_flag(restart)
     restart.set_defaults(handler=run_restart)
 
 
@@ -211,7 +213,7 @@ def run_train_classes(args: argparse.Namespace, settings: Settings) -> int:
 def run_restart(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.procedures.cluster_restart import restart
 
-    intent = restart(settings, args.release, path=args.path)
+    intent = restart(settings, args.release, path=args.path, now=args.now)
     moved = "handed over" if intent.path == "warm" else "restored"
     print(f"cluster restarted on jar release {intent.release_to} (was "
           f"{intent.release_from or 'none'}) by the {intent.path} path; jobs {moved}: "

@@ -50,6 +50,16 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_cancel)
 
 
+def now_flag(parser: argparse.ArgumentParser) -> None:
+    """``--now``: stop the job(s) without waiting for a backlog their ``latency_slo`` says is
+    too large (:mod:`streamops.procedures.backlog_gate`)."""
+    parser.add_argument(
+        "--now", action="store_true",
+        help="go at once: do not wait for (or be refused by) the backlog of a job whose spec "
+        "declares latency_slo",
+    )  # fmt: skip
+
+
 def spare_flag(parser: argparse.ArgumentParser) -> None:
     """``--allow-no-spare``: go on (with a warning) when the cluster would not hold every job
     after the loss of its largest worker (:mod:`streamops.admission`)."""

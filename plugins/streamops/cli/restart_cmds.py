@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
+from streamops.cli.job_cmds import now_flag
 from streamops.cli.queueing import add_wait
 from streamops.cli.tables import print_fields
 from streamops.timeouts import HEALTH_TIMEOUT
@@ -28,6 +29,7 @@ def register(sub: Any) -> None:
     p.add_argument("--savepoint", help="savepoint name (savepoint mode; default: generated)")
     p.add_argument("--timeout", type=float, default=HEALTH_TIMEOUT, help="health wait, seconds")
     add_wait(p)
+    now_flag(p)
     p.set_defaults(handler=cmd_restart)
 
 
@@ -35,7 +37,7 @@ def cmd_restart(args: argparse.Namespace, settings: Settings) -> int:
     from streamops.procedures.restart import restart_job
 
     outcome = restart_job(settings, args.job, args.mode, savepoint=args.savepoint,
-                          health_timeout=args.timeout)  # fmt: skip
+                          health_timeout=args.timeout, now=args.now)  # fmt: skip
     print_fields(f"job {outcome.job} restarted", [
         ("version", outcome.version),
         ("from", f"savepoint {outcome.savepoint}" if outcome.savepoint else "its checkpoints"),

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from streamops.cli.deferred import choice_of
-from streamops.cli.job_cmds import spare_flag
+from streamops.cli.job_cmds import now_flag, spare_flag
 from streamops.cli.queueing import add_wait
 from streamops.cli.tables import console, print_fields
 from streamops.timeouts import HEALTH_TIMEOUT, REQUEST_TIMEOUT
@@ -58,6 +58,7 @@ def register(sub: Any) -> None:
                            help="same as --standby warm")  # fmt: skip
             add_wait(p)
             spare_flag(p)
+            now_flag(p)
         p.set_defaults(handler=fn)
 
 
@@ -111,7 +112,8 @@ def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
           allow_no_spare=args.allow_no_spare)  # fmt: skip
     outcome = upgrade(settings, args.job, spec,
                       allow_state_drop=args.allow_state_drop, savepoint=args.savepoint,
-                      health_timeout=args.timeout, standby=args.standby)  # fmt: skip
+                      health_timeout=args.timeout, standby=args.standby,
+                      now=args.now)  # fmt: skip
     print_fields(f"job {outcome.job} upgraded", [
         ("version", f"v{outcome.from_version} → v{outcome.to_version}"),
         ("savepoint", outcome.savepoint),

@@ -2,7 +2,7 @@
 
 The figures are the ones ``streamops jobs``, ``streamops health`` and ``list-snapshots`` read
 (one snapshot of the world, :mod:`streamops.world.snapshot`: the jobs and the savepoint
-manifests; ``status.json``, the source probes of :mod:`streamops.health.source_probes`, the
+manifests; ``status.json``, the source probes of :mod:`streamops.world.source_probes`, the
 health history), gathered once per request so that the jobs panel and ``/metrics`` cannot
 disagree. The master may be down: the snapshot then shows the jobs as the state root alone
 does, as the health check judges them.
@@ -19,13 +19,13 @@ from sqlalchemy import Connection, Engine, create_engine, func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from streamops.health.report import read_history
-from streamops.health.source_probes import Prober, stage_offsets
 from streamops.job_reads import spec_args
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.job_status import StageStatus
 from streamops.state.savepoints.catalogue import list_savepoints
 from streamops.world.snapshot import Snapshot, take
+from streamops.world.source_probes import Prober, stage_offsets
 from streamops_contract.sinks.store import trade_series, vehicles
 
 PROBE_TIMEOUT_S = 1.0

@@ -20,7 +20,7 @@ for 312 s (limit 120 s)``):
   :mod:`streamops.health.procedures`);
 - ``progress`` — per stage: age of the last committed batch, processed vs input rate;
 - ``sources``  — per source (:mod:`streamops.health.sources`, probed by
-  :mod:`streamops.health.source_probes`): a reset, replaced or truncated upstream (fail, naming both
+  :mod:`streamops.world.source_probes`): a reset, replaced or truncated upstream (fail, naming both
   positions), a degraded source (warn, then fail), losses and late files the sources
   counted, and the backlog;
 - ``sinks``    — the newest ``updated_at`` written to the job's store.

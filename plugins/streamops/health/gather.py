@@ -4,7 +4,7 @@
 master's JSON and every job, or without the master the jobs as the state root shows them),
 reads the procedures in progress from its intent records (:mod:`streamops.health.procedures`),
 and reads what the checked groups need besides: this state root's workers (pid files, the
-addresses their logs name), the sources' probes (:mod:`streamops.health.source_probes`), the jobs'
+addresses their logs name), the sources' probes (:mod:`streamops.world.source_probes`), the jobs'
 stores. It returns a :class:`~streamops.health.report.HealthInputs`, a plain value that the
 checks of :mod:`streamops.health.checks` judge without any I/O. What is gathered for one
 check (the workers, a source, a store) and raises is kept as that check's error, to fail it
@@ -27,7 +27,6 @@ from streamops.exceptions import Unhealthy
 from streamops.health.daemons import gather_daemons
 from streamops.health.procedures import gather_procedures
 from streamops.health.report import HealthInputs, SinkSeen, Thresholds, WorkersSeen
-from streamops.health.source_probes import Prober, SourceProbe, probe_job
 from streamops.job_reads import current_spec, read_submissions, spec_args
 from streamops.job_view import JobView
 from streamops.settings import Settings
@@ -36,6 +35,7 @@ from streamops.state.job_status import read_status
 from streamops.state.layout import StateLayout
 from streamops.tracebacks import describe
 from streamops.world.snapshot import take
+from streamops.world.source_probes import Prober, SourceProbe, probe_job
 
 log = logging.getLogger("streamops.health.gather")
 

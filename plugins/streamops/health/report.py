@@ -22,10 +22,10 @@ from streamops.agent.supervision import SupervisionRecord
 from streamops.cluster.capacity import FAILOVER_GOAL, Need
 from streamops.cluster.status import WorkerStatus
 from streamops.exceptions import Unhealthy
-from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.layout import StateLayout, append_jsonl
+from streamops.world.source_probes import SourceProbe
 
 
 class Level(StrEnum):
@@ -85,7 +85,7 @@ class Thresholds(BaseModel):
 
     @property
     def backlog_limits(self) -> dict[str, tuple[int, int]]:
-        """Per unit a source's backlog counts (:data:`~streamops.health.source_probes.UNITS`):
+        """Per unit a source's backlog counts (:data:`~streamops.world.source_probes.UNITS`):
         the backlog above which it warns, and above which it fails."""
         return {"records": (self.backlog_warn_records, self.backlog_fail_records),
                 "files": (self.backlog_warn_files, self.backlog_fail_files),

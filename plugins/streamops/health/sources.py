@@ -1,7 +1,7 @@
 """The ``sources`` health checks: every source of each running job, head against committed.
 
 A pure function of the gathered :class:`~streamops.health.report.HealthInputs`: the sources'
-upstreams were probed while gathering (:mod:`streamops.health.source_probes`, the code that knows
+upstreams were probed while gathering (:mod:`streamops.world.source_probes`, the code that knows
 how each kind of source is asked), and what the job's own readers report is in its status.
 Per source, worst first:
 
@@ -30,7 +30,7 @@ from typing import Any
 from streamops.exceptions import ConfigError
 from streamops.health.crash import isolated
 from streamops.health.report import CheckResult, HealthInputs, Level, Thresholds
-from streamops.health.source_probes import SourceProbe
+from streamops.world.source_probes import SourceProbe
 
 
 def check_sources(obs: HealthInputs) -> list[CheckResult]:

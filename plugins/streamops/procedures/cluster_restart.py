@@ -215,12 +215,13 @@ WARM_STEPS = (switch_release, handover.hand_over_jobs, handover.verify_released)
 
 
 def restart(world: World, release: str, timeout: float = HEALTH_TIMEOUT,
-            owner: str = "cli", path: str = "auto") -> RestartIntent:  # fmt: skip
+            owner: str = "cli", path: str = "auto", *,
+            now: bool = False) -> RestartIntent:  # fmt: skip
     """The whole restart (CLI) by ``path`` (``auto``, ``warm``, ``full``: see
     :func:`~streamops.procedures.cluster_restart_intent.begin`); on failure roll back and
     raise ``ClusterRestartFailed``."""
     ops = operations(world)
-    intent = begin(ops, release, owner, path)
+    intent = begin(ops, release, owner, path, now=now)
 
     def roll_back(exc: StreamopsError) -> None:
         reason = f"{type(exc).__name__}: {exc}"

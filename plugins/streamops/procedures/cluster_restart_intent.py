@@ -25,6 +25,7 @@ from typing import Any
 
 from streamops.cluster.releases import ReleaseStore
 from streamops.exceptions import ClusterRestartFailed
+from streamops.procedures.backlog_gate import CLUSTER_INTENT, hold_for_backlog
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.world.operations import Nodes, Operations, World
 
@@ -98,9 +99,12 @@ def choose_path(path: str, jobs: list[str]) -> str:
     return path
 
 
-def begin(ops: Operations, release: str, owner: str = "cli", path: str = "auto") -> RestartIntent:
+def begin(ops: Operations, release: str, owner: str = "cli", path: str = "auto", *,
+          now: bool = False) -> RestartIntent:  # fmt: skip
     """Record the intent of restarting onto ``release`` by ``path``; resume an unfinished one
-    to it, on the path it took (``owner``, the CLI or a DAG run, is who runs it from then on)."""
+    to it, on the path it took (``owner``, the CLI or a DAG run, is who runs it from then on).
+    A new one first waits for the backlog of every running job with a ``latency_slo``, or is
+    refused (``now``: at once; :mod:`.backlog_gate`)."""
     store = ReleaseStore(ops.settings)
     store.path(release)  # UnknownRelease naming the known ones
     choose_path(path, [])  # an unknown path is refused before anything
@@ -118,11 +122,15 @@ def begin(ops: Operations, release: str, owner: str = "cli", path: str = "auto")
         return intent
     views = {v.name: v for v in ops.registry.list() if v.is_live}
     jobs = sorted(views)
+    specs = {job: ops.registry.current_spec(job) for job in jobs}
+    for job in jobs:
+        hold_for_backlog(ops, job, specs[job], CLUSTER_INTENT, now=now,
+                         error=ClusterRestartFailed)  # fmt: skip
     stamp = time.strftime("%Y%m%d-%H%M%S")
     intent = RestartIntent(
         release_from=store.active(), release_to=release, workers=nodes_of(ops).running_workers(),
         savepoints={job: f"{job}-restart-{stamp}" for job in jobs},
-        specs={job: ops.registry.current_spec(job).model_dump(mode="json") for job in jobs},
+        specs={job: spec.model_dump(mode="json") for job, spec in specs.items()},
         owner=owner, path=choose_path(path, jobs),
         drivers={job: str(views[job].driver_id) for job in jobs},
         releases_before={job: r for job in jobs if (r := views[job].status.classpath_release)})

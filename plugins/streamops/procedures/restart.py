@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args
 
 from streamops.exceptions import ConfigError, JobError, StreamopsError
 from streamops.procedures import savepoint_restart
+from streamops.procedures.backlog_gate import hold_for_backlog
 from streamops.procedures.intents import already_started
 from streamops.procedures.job_lease import job_operation
 from streamops.procedures.savepoint_restart import STORE, JobRestart, restart_savepoint_name
@@ -36,7 +37,8 @@ from streamops.world.submit import clear_orphans
 log = logging.getLogger("streamops.procedures.restart")
 
 __all__ = ["CHECKPOINT_STEPS", "MODES", "RestartOutcome", "check_mode", "closed_unchanged",
-           "restart_job", "restart_savepoint_name", "resubmit", "stop_for_restart"]  # fmt: skip
+           "hold_restart", "restart_job", "timed_to_backlog", "restart_savepoint_name", "resubmit",
+           "stop_for_restart"]  # fmt: skip
 
 CLI_OWNER = "cli"
 RestartMode = Literal["savepoint", "last-checkpoint"]
@@ -125,12 +127,13 @@ class RestartOutcome:
 
 def restart_job(
     world: World, job: str, mode: str, *, savepoint: str | None = None,
-    health_timeout: float = HEALTH_TIMEOUT, owner: str = CLI_OWNER,
+    health_timeout: float = HEALTH_TIMEOUT, owner: str = CLI_OWNER, now: bool = False,
 ) -> RestartOutcome:  # fmt: skip
-    """Restart ``job`` in ``mode`` and wait until it is healthy again."""
+    """Restart ``job`` in ``mode`` and wait until it is healthy again; a job with a
+    ``latency_slo`` first waits for its backlog, or is refused (``now``: at once)."""
     ops, mode = operations(world), check_mode(mode)
     with job_operation(ops, job, f"restart ({mode})"):
-        return _restart(ops, job, mode, savepoint, health_timeout, owner)
+        return _restart(ops, job, mode, savepoint, health_timeout, owner, now)
 
 
 def _steps(mode: RestartMode) -> tuple[tuple[Any, ...], str]:
@@ -155,9 +158,33 @@ def closed_unchanged(ops: Operations, job: str, owner: str, mode: str,
                     f"still runs (driver {running})")  # fmt: skip
 
 
+def timed_to_backlog(world: World, job: str) -> bool:
+    """Whether a restart of ``job`` is timed to its backlog: its spec (the state root's
+    record of its submission) declares ``latency_slo``."""
+    try:
+        return operations(world).registry.current_spec(job).latency_slo is not None
+    except StreamopsError:
+        return False
+
+
+def hold_restart(ops: Operations, job: str, owner: str, *, now: bool) -> None:
+    """The backlog gate of a new restart of ``job`` (:mod:`.backlog_gate`): a job with a
+    ``latency_slo`` waits for its backlog, or is refused (:class:`JobError`); ``owner``'s
+    unfinished restart resumes without it."""
+    previous = STORE.load(ops, job)
+    if previous is not None and not previous.finished and previous.owner == owner:
+        return
+    try:
+        spec = ops.registry.current_spec(job)
+    except StreamopsError:  # no spec recorded: the restart's own steps say so, as before
+        return
+    hold_for_backlog(ops, job, spec, "restart", now=now, error=JobError)
+
+
 def _restart(ops: Operations, job: str, mode: RestartMode, savepoint: str | None,
-             health_timeout: float, owner: str) -> RestartOutcome:  # fmt: skip
+             health_timeout: float, owner: str, now: bool) -> RestartOutcome:  # fmt: skip
     """The restart's steps, its operation lease held."""
+    hold_restart(ops, job, owner, now=now)
     if mode == "savepoint":
         savepoint_restart.begin(ops, job, owner, savepoint=savepoint)
     steps, stopped = _steps(mode)

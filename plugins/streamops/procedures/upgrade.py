@@ -47,7 +47,7 @@ def upgrade(
     world: World, job: str, new_spec: JobSpec, *, allow_state_drop: bool = False,
     savepoint: str | None = None, health_timeout: float = HEALTH_TIMEOUT,
     rollback_timeout: float = HEALTH_TIMEOUT, warm: bool = False, standby: str | None = None,
-    owner: str = CLI_OWNER,
+    owner: str = CLI_OWNER, now: bool = False,
 ) -> UpgradeOutcome:  # fmt: skip
     """Plan → (warm standby) → savepoint with cancel → start ``new_spec`` from it → healthy,
     or roll back and raise :class:`UpgradeFailed`.
@@ -56,23 +56,24 @@ def upgrade(
     new version's driver is up (session, stages built and validated) before the old one is
     stopped, so the gap is only the savepoint and the restore. A standby that fails to come
     up ends the upgrade with the old version untouched. A re-run with the same spec resumes
-    an unfinished upgrade of the same ``owner``.
+    an unfinished upgrade of the same ``owner``. A job with a ``latency_slo`` waits for
+    its backlog first, or is refused (``now``: it goes at once; :mod:`.backlog_gate`).
     """
     ops = operations(world)
     with job_operation(ops, job, f"upgrade to v{new_spec.version}"):
         return _upgrade(ops, job, new_spec, allow_state_drop=allow_state_drop,
                         savepoint=savepoint, health_timeout=health_timeout,
                         rollback_timeout=rollback_timeout, mode=standby or
-                        ("warm" if warm else "cold"), owner=owner)  # fmt: skip
+                        ("warm" if warm else "cold"), owner=owner, now=now)  # fmt: skip
 
 
 def _upgrade(
     ops: Operations, job: str, new_spec: JobSpec, *, allow_state_drop: bool, savepoint: str | None,
-    health_timeout: float, rollback_timeout: float, mode: str, owner: str,
+    health_timeout: float, rollback_timeout: float, mode: str, owner: str, now: bool,
 ) -> UpgradeOutcome:  # fmt: skip
     """The upgrade's steps, its operation lease held."""
     intent = steps.plan(ops, job, owner, new_spec, savepoint=savepoint,
-                        allow_state_drop=allow_state_drop, standby=mode)  # fmt: skip
+                        allow_state_drop=allow_state_drop, standby=mode, now=now)  # fmt: skip
 
     def undo(exc: StreamopsError) -> None:
         """The failure policy: roll back what the upgrade stopped, else abort its standby

@@ -36,6 +36,7 @@ from streamops.exceptions import StreamopsError, UpgradeFailed, UpgradeRefused
 from streamops.job_reads import read_submissions
 from streamops.planner import StageAction
 from streamops.procedures import savepoint_taking
+from streamops.procedures.backlog_gate import hold_for_backlog
 from streamops.procedures.intent_store import IntentStore, StepRecord
 from streamops.procedures.intents import already_started
 from streamops.procedures.savepoint_taking import SavepointCancel, request_stands
@@ -123,11 +124,12 @@ def _keeping(ops: Operations, intent: UpgradeIntent) -> savepoint_taking.Save:
 
 def plan(
     ops: Operations, job: str, owner: str, new_spec: JobSpec, *, savepoint: str | None = None,
-    allow_state_drop: bool = False, standby: str = "cold",
+    allow_state_drop: bool = False, standby: str = "cold", now: bool = False,
 ) -> UpgradeIntent:  # fmt: skip
     """Compare the running stages with ``new_spec``'s and record the intent; nothing stops.
-    A refused plan raises :class:`UpgradeRefused`. The same owner planning the same spec
-    again resumes its unfinished upgrade."""
+    A refused plan raises :class:`UpgradeRefused`; so does a job whose ``latency_slo`` the
+    stop would break, after waiting for its backlog (:mod:`.backlog_gate`; ``now`` skips it).
+    The same owner planning the same spec again resumes its unfinished upgrade."""
     if standby not in STANDBY_MODES:
         raise UpgradeRefused(f"standby mode {standby!r} is not one of {', '.join(STANDBY_MODES)}")
     spec_value = new_spec.model_dump(mode="json")
@@ -143,6 +145,8 @@ def plan(
     found = plan_upgrade(ops, job, new_spec, allow_state_drop=allow_state_drop, old_spec=old)
     if not found.allowed:
         raise UpgradeRefused(f"upgrade of {job} refused, nothing was stopped: {found.refusal}")
+    hold_for_backlog(ops, job, new_spec if new_spec.latency_slo else old, PROCEDURE, now=now,
+                     error=UpgradeRefused)  # fmt: skip
     intent = UpgradeIntent(
         job=job, owner=owner, new_spec=spec_value, old_spec=old.model_dump(mode="json"),
         from_version=old.version, to_version=new_spec.version,

@@ -5,7 +5,8 @@ job ``registry`` (the jobs' views, their waits, cancels; ``registry.client`` the
 the ``savepoints`` (ask a driver for one, read the catalogue), the ``submitter`` (submit,
 start from a savepoint, warm standbys, describe a version's stages), the ``clock``, and for
 the rolling scale and the cluster restart the ``nodes`` (the workers and the daemons, through
-their agents: :meth:`Operations.require_nodes`). The real one is built
+their agents: :meth:`Operations.require_nodes`), and the ``backlog`` of a job's sources (read
+only for a job whose spec declares a ``latency_slo``). The real one is built
 from the settings (:func:`streamops.world.port.operations`); a test passes one fake
 instead of patching modules. The entry points take either the settings or a port (:data:`World`).
 """
@@ -155,6 +156,22 @@ class Nodes(Protocol):
     def switch_release(self, release: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class BacklogSeen:
+    """A job's sources' backlog in rows (records and journal entries; the sum over its
+    sources), and what could not be counted in rows (a source in files, or unknown)."""
+
+    rows: int
+    uncounted: tuple[str, ...] = ()
+
+
+class SourceBacklog(Protocol):
+    """How far a job's sources' upstreams are ahead of its committed positions (the probes
+    health reads: :mod:`streamops.world.source_probes`)."""
+
+    def of(self, view: JobView) -> BacklogSeen: ...
+
+
 class Clock(Protocol):
     def time(self) -> float: ...
 
@@ -173,6 +190,7 @@ class Operations:
     submitter: Submitter
     clock: Clock
     nodes: Nodes | None = None  # the scale's and cluster restart's; a job's need none
+    backlog: SourceBacklog | None = None  # a job's sources' backlog; None: not known
 
     @property
     def layout(self) -> StateLayout:

@@ -12,6 +12,8 @@ from typing import Any
 from streamops.cluster.submission import Submission
 from streamops.describe_stages import describe_spec_stages
 from streamops.exceptions import JobError, JobNotFound, SavepointNotFound
+from streamops.job_reads import spec_args
+from streamops.job_view import JobView
 from streamops.jobs import JobRegistry
 from streamops.settings import Settings
 from streamops.spec import JobSpec
@@ -19,7 +21,8 @@ from streamops.state.savepoints import catalogue
 from streamops.timeouts import MASTER_PATIENCE
 from streamops.world import restore, standby, submit
 from streamops.world.cluster_nodes import AgentNodes
-from streamops.world.operations import Operations, World
+from streamops.world.operations import BacklogSeen, Operations, World
+from streamops.world.source_probes import UNITS, Prober, probe_job
 from streamops.world.standby import Standby
 from streamops_contract.state import control
 from streamops_contract.state.savepoints.manifest import Manifest
@@ -118,6 +121,30 @@ class MasterSubmitter:
         return describe_spec_stages(spec, self.settings)
 
 
+@dataclass
+class ProbedBacklog:
+    """A job's backlog as health reads it: each source probed at the committed position of
+    the stage furthest behind; records and journal entries count as rows."""
+
+    settings: Settings
+    timeout: float = 1.0
+
+    def of(self, view: JobView) -> BacklogSeen:
+        args = spec_args(self.settings, view.name) or {}
+        rows, uncounted = 0, []
+        for probe in probe_job(Prober(self.timeout), view, args).values():
+            if probe.backlog is not None and probe.unit in ROW_UNITS:
+                rows += probe.backlog
+            else:
+                why = probe.unknown or probe.broken or probe.error or f"in {probe.unit}"
+                uncounted.append(f"{probe.source}: {why}")
+        return BacklogSeen(rows, tuple(uncounted))
+
+
+ROW_UNITS = frozenset(u for u in UNITS.values() if u != "files")
+"""The backlog units that count rows (a file of fleetsim-alpha holds an unknown number)."""
+
+
 def real_operations(settings: Settings) -> Operations:
     """The real port. Its master calls wait up to ``MASTER_PATIENCE`` for a master that does
     not answer (killed and started again, FILESYSTEM recovery), so a procedure rides out a
@@ -127,7 +154,7 @@ def real_operations(settings: Settings) -> Operations:
     registry = JobRegistry(settings)
     return Operations(settings, registry, ControlSavepoints(registry),
                       MasterSubmitter(settings, registry), SystemClock(),
-                      AgentNodes(settings))  # fmt: skip
+                      AgentNodes(settings), ProbedBacklog(settings))  # fmt: skip
 
 
 def operations(world: World) -> Operations:

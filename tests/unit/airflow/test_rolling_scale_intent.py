@@ -83,9 +83,9 @@ def test_the_cluster_restart_run_owns_its_intent(
 
     asked: dict[str, Any] = {}
 
-    def begin(s: Settings, release: str, owner: str = "cli",
-              path: str = "auto") -> cluster_restart.RestartIntent:  # fmt: skip
-        asked.update(release=release, owner=owner, path=path)
+    def begin(s: Settings, release: str, owner: str = "cli", path: str = "auto", *,
+              now: bool = False) -> cluster_restart.RestartIntent:  # fmt: skip
+        asked.update(release=release, owner=owner, path=path, now=now)
         return cluster_restart.RestartIntent("r1", release, ["worker-1"], {}, owner=owner,
                                              path="full")  # fmt: skip
 
@@ -96,4 +96,4 @@ def test_the_cluster_restart_run_owns_its_intent(
     asked_for = {"release": "r2", "path": "auto"}
     assert _tasks("cluster_restart")["begin"](asked_for) == "full"
     assert asked == {"release": "r2", "owner": "airflow:cluster_restart/manual__2",
-                     "path": "auto"}
+                     "path": "auto", "now": False}

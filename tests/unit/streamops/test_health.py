@@ -18,12 +18,12 @@ from streamops.health import checks as health
 from streamops.health import gather as health_gather
 from streamops.health.checks import CheckResult, HealthInputs, HealthReport, Level, Thresholds
 from streamops.health.report import SinkSeen, WorkersSeen
-from streamops.health.source_probes import Prober, probe_job
 from streamops.job_reads import spec_args
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.job_status import JobStatus
 from streamops.state.layout import append_jsonl, write_json_atomic
+from streamops.world.source_probes import Prober, probe_job
 from streamops_contract.state import lease
 
 JOB = "fleet-pings"

@@ -13,10 +13,10 @@ from streamops.cluster.status import WorkerStatus
 from streamops.health import checks as health
 from streamops.health.checks import HealthInputs, Level, Thresholds
 from streamops.health.report import ProcedureSeen, SinkSeen, WorkersSeen
-from streamops.health.source_probes import SourceProbe
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.job_status import JobStatus
+from streamops.world.source_probes import SourceProbe
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0

@@ -13,12 +13,12 @@ import pytest
 
 from streamops.cli import main
 from streamops.health import checks as health
-from streamops.health import source_probes
 from streamops.health.checks import HealthInputs, Level, Thresholds
-from streamops.health.source_probes import Prober, SourceProbe, probe_job
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.state.job_status import JobStatus
+from streamops.world import source_probes
+from streamops.world.source_probes import Prober, SourceProbe, probe_job
 
 JOB = "transactions"
 NOW = 1_800_000_000.0

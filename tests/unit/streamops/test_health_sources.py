@@ -13,11 +13,11 @@ import pytest
 from support.beta_server import beta_serving, stream_of
 
 from streamops.health.checks import HealthInputs, Level, Thresholds, check_sources
-from streamops.health.source_probes import Prober, probe_job
 from streamops.job_view import JobView
 from streamops.settings import Settings
 from streamops.sim.beta import BetaSimulator
 from streamops.state.job_status import JobStatus
+from streamops.world.source_probes import Prober, probe_job
 
 JOB = "fleet-pings"
 NOW = 1_800_000_000.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamops.health.source_probes import Prober
+from streamops.world.source_probes import Prober
 from streamops_contract.sinks import journal_store as js
 from streamops_contract.sinks.journal_store import Change
 

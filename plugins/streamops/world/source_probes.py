@@ -1,6 +1,6 @@
 """Asking a job's upstreams how far behind its committed positions are: the one place that
-knows how each kind of source is located and asked (health and the dashboard use it; they
-judge and show what it answers, never a source's own paths or URLs).
+knows how each kind of source is located and asked (health, the dashboard and the operations
+port's ``backlog`` use it; they judge and show what it answers, never a source's own paths or URLs).
 
 A source is located by its offset's source id (``beta:<url>``, ``alpha:<dir>``) or else by the
 job's args (``beta_url``, ``alpha_dir``; the trade analyser's ``tradesim`` by ``trades_url``),
