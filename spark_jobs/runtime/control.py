@@ -99,12 +99,24 @@ class ControlLoop:
                 return True
             self._answer(request, True, "savepoint written; job goes on", detail)
             return False
+        except control.Withdrawn as exc:  # its sender answered it already: nothing published
+            log.warning("control: %s", exc)
+            return False
         except Exception as exc:  # the job keeps running; the requester gets the reason
             log.exception("control: %s %s failed", request.kind, request.id)
             self._answer(request, False, str(exc)[:2000])
             return False
         finally:
             pause.unlink(missing_ok=True)
+
+    def _claim(self, request: control.ControlRequest) -> None:
+        """Claim ``request`` before publishing its savepoint: a sender that saw this driver
+        go away (a node killed while it copied: its Python may outlive its JVM a moment) may
+        have withdrawn it, and then nothing is published, as the sender said."""
+        driver = self.ctx.board.snapshot().driver_id
+        if not control.claim(self.ctx.layout, self.ctx.job, request, f"driver {driver}"):
+            raise control.Withdrawn(f"{request.kind} {request.id} was withdrawn by its sender "
+                                    "before it was published: nothing published")  # fmt: skip
 
     def _await_successor(self, wait_s: float = HANDOVER_WAIT_S) -> None:
         """Stay idle (queries stopped, lease given up) until another driver of the job runs
@@ -148,6 +160,7 @@ class ControlLoop:
             # beyond the copy (docs/performance.md), and a restore checks it
             checksum="sha256",
             code=Path(ctx.spec.code).name if ctx.spec.code else None,
+            before_publish=lambda: self._claim(request),
         )  # fmt: skip
         log.info("control: savepoint %s written (%s bytes, %s stages)", manifest.name,
                  manifest.bytes, len(manifest.stages))  # fmt: skip

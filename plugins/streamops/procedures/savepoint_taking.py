@@ -128,12 +128,14 @@ def answered(ops: Operations, sp: SavepointCancel, save: Save, *, timeout: float
         try:
             control.wait_result(layout, sp.job, sent, still_alive=lambda: alive(registry, sp))
         except (control.DriverGone, ClusterNotRunning, control.ControlTimeout) as exc:
-            control.withdraw(layout, sp.job, sent, str(exc))
-            if isinstance(exc, control.ControlTimeout):
-                raise
-            raise control.DriverGone(
-                _no_savepoint(ops, sp.job, sp.savepoint, exc, sp.driver)
-            ) from exc
+            # withdrawn, or the driver claimed it first: it was publishing as it went away
+            if control.withdraw(layout, sp.job, sent, str(exc)) \
+                    or control.await_claimed(layout, sp.job, sent) is None:
+                if isinstance(exc, control.ControlTimeout):
+                    raise
+                raise control.DriverGone(
+                    _no_savepoint(ops, sp.job, sp.savepoint, exc, sp.driver)
+                ) from exc
     result = savepoint_answer(layout, sp.job, str(sp.request), live=alive(registry, sp))
     if result is None:
         return False
@@ -216,6 +218,10 @@ def savepoint_answer(
     if result is None:
         if not live:
             request = control.read_request(layout, job, request_id)
+            age = control.claim_age(layout, job, request_id)
+            if request is not None and age is not None and age <= control.CLAIM_GRACE_S \
+                    and control.read_result(layout, job, request_id) is None:
+                return None  # claimed by its driver as it went away: its answer follows
             if request is not None:  # no later driver of the job may act on it
                 control.withdraw(layout, job, request, "the driver went away")
             raise control.DriverGone(

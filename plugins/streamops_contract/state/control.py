@@ -9,6 +9,7 @@ message that says what the job was doing. Requests: ``savepoint {name, cancel}``
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -34,6 +35,15 @@ class ControlFailed(JobError):
 
 class DriverGone(ControlFailed):
     """The driver ended (or could no longer be seen) before it answered."""
+
+
+class Withdrawn(ControlFailed):
+    """The sender withdrew the request before the driver could publish its outcome."""
+
+
+CLAIM_GRACE_S = 10.0
+"""How long a sender waits for the answer of a driver that claimed its request (it was
+publishing its outcome) and then went away."""
 
 
 @dataclass(frozen=True)
@@ -150,11 +160,56 @@ def wait_result(
         time.sleep(poll)
 
 
-def withdraw(layout: StateLayout, job: str, request: ControlRequest, reason: str) -> None:
+def claim(layout: StateLayout, job: str, request: ControlRequest, by: str) -> bool:
+    """Take ``request``'s one decision: the driver's, to publish its outcome (a savepoint's
+    rename), or the sender's, to withdraw it. Whoever creates ``<id>.claim`` first has it
+    (an exclusive create); the other learns so here (False) and must not act on it."""
+    path = layout.control_dir(job) / f"{request.id}.claim"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as out:
+        out.write(by)
+    return True
+
+
+def claim_age(layout: StateLayout, job: str, request_id: str) -> float | None:
+    """Seconds since ``request_id`` was claimed (None: not claimed)."""
+    try:
+        return time.time() - (layout.control_dir(job) / f"{request_id}.claim").stat().st_mtime
+    except FileNotFoundError:
+        return None
+
+
+def withdraw(layout: StateLayout, job: str, request: ControlRequest, reason: str) -> bool:
     """Answer ``request`` for its driver when the sender gives up on it (the driver went away,
-    no answer in time), so that no later driver of the job acts on it."""
-    if read_result(layout, job, request.id) is None:
-        write_result(layout, job, request, ok=False, message=f"withdrawn by its sender: {reason}")
+    no answer in time), so that no later driver of the job acts on it: True. False when it
+    was answered already, or its driver claimed it first (it was publishing its outcome as
+    it went away: its answer follows, :func:`await_claimed`)."""
+    if read_result(layout, job, request.id) is not None:
+        return False
+    if not claim(layout, job, request, f"sender: {reason}"):
+        return False
+    write_result(layout, job, request, ok=False, message=f"withdrawn by its sender: {reason}")
+    return True
+
+
+def await_claimed(
+    layout: StateLayout, job: str, request: ControlRequest, grace: float = CLAIM_GRACE_S,
+    poll: float = 0.1,
+) -> ControlResult | None:  # fmt: skip
+    """The answer of a request its driver claimed, once written; None when none came within
+    ``grace`` of the claim (the driver died between its claim and its answer)."""
+    while True:
+        result = read_result(layout, job, request.id)
+        if result is not None:
+            return result
+        age = claim_age(layout, job, request.id)
+        if age is None or age > grace:
+            return None
+        time.sleep(poll)
 
 
 def read_request(layout: StateLayout, job: str, request_id: str) -> ControlRequest | None:

@@ -6,7 +6,7 @@ import errno
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +37,14 @@ def create_savepoint(
     stage_dirs: Mapping[str, Path], stage_entries: Mapping[str, dict[str, Any]],
     created_by: str | None = None, cancel: bool = False, from_savepoint: str | None = None,
     checksum: ChecksumMode = "sha256", code: str | None = None,
+    before_publish: Callable[[], None] | None = None,
 ) -> Manifest:  # fmt: skip
     """Save ``stage_dirs`` (paused at a batch boundary) as savepoint ``name``; all or nothing.
 
     The copy is built in a partial directory, its manifest written and verified, and only
     then renamed to ``<savepoints>/<name>``; on any failure the partial directory is removed.
+    ``before_publish`` runs just before the rename: if it raises, nothing is published (the
+    driver's claim of its request, which its sender may have withdrawn meanwhile).
     """
     final = layout.savepoint(name)
     check_name("job", job)
@@ -68,6 +71,8 @@ def create_savepoint(
         problems = check_files(partial, load_manifest(partial).checksums, deep=False)
         if problems:
             raise SavepointError(f"savepoint {name!r} failed verification: {summary(problems)}")
+        if before_publish is not None:
+            before_publish()
         _publish(partial, final)
     except BaseException as exc:
         remove_tree(partial)
