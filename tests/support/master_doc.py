@@ -16,6 +16,22 @@ from typing import Any
 RECORDED = Path(__file__).resolve().parents[1] / "unit" / "cluster" / "data" / "master_waiting.json"
 
 
+WORKER = "worker-20260101000000-127.0.0.1-40123"
+
+
+def running_drivers_doc(*drivers: str) -> dict[str, Any]:
+    """A master's document of one ALIVE 4-core worker running ``drivers`` (1 core each)."""
+    return {
+        "status": "ALIVE", "activeapps": [], "completeddrivers": [],
+        "workers": [{"id": WORKER, "host": "127.0.0.1", "port": 40123, "state": "ALIVE",
+                     "cores": 4, "coresused": 1, "memory": 4096, "memoryused": 1024}],
+        "activedrivers": [{"id": d, "state": "RUNNING", "worker": WORKER, "cores": 1,
+                           "memory": 1024, "starttime": "1767225600000",
+                           "mainclass": "org.apache.spark.deploy.PythonRunner"}
+                          for d in drivers],
+    }  # fmt: skip
+
+
 def issue_master() -> dict[str, Any]:
     doc = json.loads(RECORDED.read_text())
     for w in doc["workers"]:

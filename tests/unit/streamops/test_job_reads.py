@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.master_doc import running_drivers_doc as master_doc
 
 from streamops.cluster.client import DriverInfo, MasterClient
 from streamops.exceptions import UnsafeNameError
@@ -21,19 +22,8 @@ from streamops.state.layout import append_jsonl, write_json_atomic
 from streamops_contract.state import lease
 
 JOB = "fleet-pings"
-WORKER = "worker-20260101000000-127.0.0.1-40123"
 
 
-def master_doc(*running: str) -> dict[str, Any]:
-    return {
-        "status": "ALIVE", "activeapps": [], "completeddrivers": [],
-        "workers": [{"id": WORKER, "host": "127.0.0.1", "port": 40123, "state": "ALIVE",
-                     "cores": 4, "coresused": 1, "memory": 4096, "memoryused": 1024}],
-        "activedrivers": [{"id": d, "state": "RUNNING", "worker": WORKER, "cores": 1,
-                           "memory": 1024, "starttime": "1767225600000",
-                           "mainclass": "org.apache.spark.deploy.PythonRunner"}
-                          for d in running],
-    }  # fmt: skip
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.master_doc import running_drivers_doc as master_doc
 
 from streamops.cli import main
 from streamops.cluster.capacity import Node
@@ -36,20 +37,9 @@ from streamops.world.snapshot import Snapshot, take
 from streamops_contract.state import lease
 
 JOB = "fleet-pings"
-WORKER = "worker-20260101000000-127.0.0.1-40123"
 DOWN = "the Spark master web UI at http://127.0.0.1:8080 does not answer"
 
 
-def master_doc(*drivers: str) -> dict[str, Any]:
-    return {
-        "status": "ALIVE", "activeapps": [], "completeddrivers": [],
-        "workers": [{"id": WORKER, "host": "127.0.0.1", "port": 40123, "state": "ALIVE",
-                     "cores": 4, "coresused": 1, "memory": 4096, "memoryused": 1024}],
-        "activedrivers": [{"id": d, "state": "RUNNING", "worker": WORKER, "cores": 1,
-                           "memory": 1024, "starttime": "1767225600000",
-                           "mainclass": "org.apache.spark.deploy.PythonRunner"}
-                          for d in drivers],
-    }  # fmt: skip
 
 
 class Master:
