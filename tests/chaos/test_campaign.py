@@ -4,7 +4,7 @@ worker added for the campaign) running two jobs: a fleet-pings job, which the ac
 while both fleet simulators flow, and beside it the tutorial's transactions job on its
 journal, small, while its producer writes. Judged after every step
 (``support/chaos/campaign.py``): every stage of both jobs committing again within the kind's
-bound, health OK again within 60 s having judged both jobs, both oracles exact (every journal
+bound, health OK again within 90 s having judged both jobs, both oracles exact (every journal
 entry logged exactly once). ``both-drivers-node`` kills the node holding both drivers and
 ``worker-jvm`` a worker JVM alone (its agent starts it again). A step whose precondition
 does not hold fails; it never passes without running.

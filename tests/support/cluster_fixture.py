@@ -6,12 +6,16 @@ release r1 active; class archives trained. Teardown stops daemons and agents.
 
 Every test that needs a cluster (integration, DAG runs, e2e) shares it; teardown stops it and
 fails if any process started under its state root survives. A test that changes the cluster
-(scale, restart) leaves it as it found it: master + 2 workers, running.
+(scale, restart) leaves it as it found it: master + 2 workers, running. A test that did not
+(it failed in the middle of a node kill, a scale) is followed by :func:`restore_shape`, so that
+one failure is not also the next test's: the line it prints names what it mended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import logging
+import time
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +27,10 @@ from streamops.processes import processes_with_marker
 from streamops.settings import Settings
 from streamops.stack.class_training import train_class_archives
 from streamops.stack.local_cluster import LocalCluster
+
+log = logging.getLogger(__name__)
+BASE_WORKERS = ("worker-1", "worker-2")
+"""The session cluster's shape, which every test leaves as it found it."""
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +65,44 @@ def spark_cluster(
         cluster.stop()
         left = processes_with_marker(Path(settings.state_root))
         assert not left, f"processes left behind by the cluster: {left}"
+
+
+def restore_shape(handle: ClusterHandle, wait: float = 120.0) -> list[str]:
+    """The session cluster back to master + :data:`BASE_WORKERS`, each ALIVE in the master:
+    a worker beyond them killed, a dead daemon (and its agent) started again. What was
+    mended, empty when the shape held."""
+    cluster, mended = handle.cluster, []
+    live = cluster.daemons()
+    for name, record in live.items():
+        if record.kind == "worker" and name not in BASE_WORKERS:
+            cluster.remove_worker(name, graceful=False)
+            mended.append(f"removed {name}")
+    missing = [n for n in ("master", *BASE_WORKERS) if n not in live]
+    if missing:
+        cluster.start(workers=len(BASE_WORKERS))  # agents, master and workers unless they run
+        mended.append(f"started {', '.join(missing)}")
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            alive = sorted(w.id for w in handle.registry.client.workers() if w.state == "ALIVE")
+        except StreamopsError:  # the master is starting
+            alive = []
+        if len(alive) == len(BASE_WORKERS):
+            return mended
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"the session cluster has {len(alive)} ALIVE worker(s) "
+                                 f"{wait:.0f} s after {mended or 'the test'}; want "
+                                 f"{len(BASE_WORKERS)}")  # fmt: skip
+        time.sleep(0.5)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator:
+    """After a test on the session cluster (its fixtures torn down), the cluster's shape."""
+    handle = getattr(item, "funcargs", {}).get("spark_cluster")
+    yield
+    if isinstance(handle, ClusterHandle) and nextitem is not None:
+        mended = restore_shape(handle)
+        if mended:
+            log.warning("%s left the session cluster changed: %s", item.nodeid, "; ".join(mended))
+            print(f"\n{item.nodeid} left the session cluster changed: {'; '.join(mended)}")

@@ -57,6 +57,8 @@ AFTER_STEP = Thresholds(max_batch_age=45.0, recent_loss_window=1.0)
 it caused is reported OK with its count (it warns for an hour by default, by design), so what
 must be OK again is the job, its stages, its sources and the cluster."""
 PRECONDITION_WAIT_S = 30.0
+SLOW_HEALTH_S = 10.0
+"""Health back to OK later than this after a step: the step's line says what it waited for."""
 """A named step waits this long for its precondition (a node given back by the previous step
 registering again) before it fails."""
 
@@ -250,7 +252,10 @@ def run_step(world: ChaosWorld, watch: HealthWatch, number: int, action: Action,
                            for job in world.jobs)  # fmt: skip
         if inflicted.then is not None:
             inflicted.then()
-        report.health_ok_s, not_ok = wait_health_ok(lambda: _health(world))
+        before_ok: list[str] = []
+        report.health_ok_s, not_ok = wait_health_ok(lambda: _health(world), seen=before_ok)
+        if report.health_ok_s is not None and report.health_ok_s > SLOW_HEALTH_S:
+            report.note += "; health before OK: " + " | ".join(before_ok[-3:])[:600]
         report.error = "; ".join(p for p in (late, not_ok) if p)
         watch.held.set()
         try:

@@ -328,24 +328,28 @@ def _room_for_both(world: ChaosWorld) -> bool:
     return len(_alive(world)) >= (3 if world.second_job else 2)
 
 
+# The bounds of the faults that start a driver again: a new fleet driver takes 25-30 s from
+# its launch to every stage's first commit beside the transactions job, both simulators and
+# health on the 2 cores (2026-11-29: session 6.6 s, stages built 4.2 s, first batch 11-12 s),
+# and a campaign measured node 27.1 / 40.6 s, driver 28.7 s, worker JVM 43.3 s, both drivers
+# 41.7 s, restarts 29.3-30.3 s. A bound is about 1.5 x that, as the machine's speed varies up
+# to 2 x; the goals (15 s a node) are the benchmarks' (docs/performance.md).
 CATALOGUE: tuple[Action, ...] = (
-    # 20 s with one job; beside the transactions job (a second driver, its executor and
-    # producer on the 2 cores) one driver's node measured 18.3 and 20.7 s in one campaign
-    Action("node", "fault", node, needs=_two_workers, recover_s=30),
-    Action("driver", "fault", driver, recover_s=30),
-    Action("executor", "fault", executor, recover_s=15),
+    Action("node", "fault", node, needs=_two_workers, recover_s=45),
+    Action("driver", "fault", driver, recover_s=45),
+    Action("executor", "fault", executor, recover_s=20),
     Action("master", "fault", master, recover_s=30),
     Action("both-drivers-node", "fault", both_drivers_node, needs=_room_for_both,
            recover_s=BOTH_BOUND_S, exists=lambda world: world.second_job),
-    Action("worker-jvm", "fault", worker_jvm, needs=_room_for_both, recover_s=45),
+    Action("worker-jvm", "fault", worker_jvm, needs=_room_for_both, recover_s=60),
     Action("beta-freeze", "fault", beta_freeze, recover_s=30),  # from the freeze's start
     Action("beta-cut", "fault", beta_cut, recover_s=30),  # from the cut's start
     Action("beta-restart", "fault", beta_restart, recover_s=20),
     Action("beta-log-lost", "fault", beta_log_lost, recover_s=120),  # an operator acts
     Action("alpha-late", "fault", alpha_late, recover_s=20),
     Action("savepoint", "procedure", savepoint, recover_s=15),
-    Action("restart-savepoint", "procedure", restart_savepoint, recover_s=45),
-    Action("restart-checkpoint", "procedure", restart_checkpoint, recover_s=45),
+    Action("restart-savepoint", "procedure", restart_savepoint, recover_s=60),
+    Action("restart-checkpoint", "procedure", restart_checkpoint, recover_s=60),
     Action("two-hands", "procedure", two_hands, recover_s=90),  # two restarts, 5 hands
     Action("store-down", "fault", store_down, short=False, recover_s=60,
            exists=lambda world: world.store_link is not None),

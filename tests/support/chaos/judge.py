@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 MAX_REDRAWS = 3
 """A drawn action whose precondition fails is replaced by another drawn one this many times
 at most; then the step fails."""
-HEALTH_OK_S = 60.0
-"""After a step (every stage committing again), health must say OK within this long."""
+HEALTH_OK_S = 90.0
+"""After a step (every stage committing again), health must say OK within this long (a node
+step measured 60.0 s; the step's line says what a return later than 10 s waited for)."""
 
 
 def choose(drawn: Action, pool: Sequence[Action], holds: Callable[[Action], bool],
@@ -123,14 +124,19 @@ def wait_health_ok(
     every: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    seen: list[str] | None = None,
 ) -> tuple[float | None, str]:
     """Ask health until it says ``ok``: the seconds it took, or None and what health said
-    last when it did not within ``bound``."""
+    last when it did not within ``bound``. ``seen`` gets each different verdict that was not
+    OK, in order (what a slow return to OK was waiting for)."""
     t0 = clock()
     while True:
         level, message = level_and_message()
         if level == "ok":
             return clock() - t0, ""
+        said = f"{level} at {clock() - t0:.0f} s: {message}"
+        if seen is not None and (not seen or seen[-1].split(": ", 1)[1] != said.split(": ", 1)[1]):
+            seen.append(said)
         if clock() - t0 >= bound:
             return None, f"health not OK {bound:.0f} s after the step: {level}: {message}"
         sleep(every)

@@ -167,3 +167,12 @@ def test_an_accepted_loss_must_equal_what_the_product_recorded() -> None:
     gappy = loss_problems([*range(1, 80), 100], until, recorded)  # 80-99 never in the journal
     assert any("vehicles: the journal holds 10 records after sequence 70, the loss counted 30"
                in p for p in gappy)  # fmt: skip
+
+
+def test_what_health_said_before_ok_is_kept_once_per_verdict() -> None:
+    clock, seen = _Clock(), []
+    answers = iter([("fail", "x"), ("fail", "x"), ("warn", "y"), ("ok", "")])
+    seconds, _ = wait_health_ok(lambda: next(answers), every=2.0, clock=clock,
+                                sleep=clock.sleep, seen=seen)  # fmt: skip
+    assert seconds == 6.0
+    assert seen == ["fail at 0 s: x", "warn at 4 s: y"]
