@@ -36,6 +36,7 @@ class StatusBoard:
         self._status = JobStatus(job=job, state="STARTING", started_at=time.time(), stages={})
         self._status.update(**identity)
         self._late: dict[str, int] = {}
+        self._behind: dict[str, int] = {}
         self._sealed = False
 
     def set_state(self, state: str, **extra: Any) -> None:
@@ -94,7 +95,9 @@ class StatusBoard:
             )
             self._late[stage] = self._late.get(stage, 0) + late_now
             entry = summarize(progress)
-            entry.update(late_rows=self._late[stage], ready=True, idle_since=None)
+            self._behind[stage] = self._behind.get(stage, 0) + 1 if _slower(entry) else 0
+            entry.update(late_rows=self._late[stage], behind_batches=self._behind[stage],
+                         ready=True, idle_since=None)  # fmt: skip
             self._update_stage(stage, **entry)
             self._maybe_running()
             self._flush()
@@ -178,6 +181,16 @@ def summarize(progress: dict[str, Any]) -> dict[str, Any]:
             for s in progress.get("sources") or []
         ],
     }
+
+
+def _slower(entry: dict[str, Any]) -> bool:
+    """The batch processed its rows slower than they came: it took longer than the time
+    since the trigger before it (Spark's two rates of one batch share its row count). Alone
+    that is noise (a batch a little longer than the one before); in a row, the batches grow
+    and so does what waits behind them."""
+    got, done = entry.get("input_rows_per_second"), entry.get("processed_rows_per_second")
+    return bool(entry.get("num_input_rows")) and got is not None and done is not None \
+        and done < got
 
 
 def _num(value: Any) -> float | None:

@@ -4,7 +4,12 @@
 nothing), starts one streaming query per stage (or opens the gate of a warm standby's armed
 ones), runs the start-up hooks, and supervises: every :data:`SUPERVISE_POLL_S` it restarts a
 stage that died of a transient error, heartbeats the lease, and handles control requests
-(a savepoint, a stop), until one stage fails (raise) or all stop.
+(a savepoint, a stop), until one stage fails (raise) or all stop. A driver that had executors
+and then none for :data:`NO_EXECUTOR_S` fails (:class:`ExecutorWatch`), so that its relaunch
+registers a new application: a master recovering from a restart can lose track of an
+application's executor and grant it no other (Spark 4.3: a worker registering again during
+the recovery; its executor relaunched under the same id, refused by the driver as a duplicate,
+removed, and none granted after), which left a job without a batch and without an error.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from spark_jobs.runtime.gate import WarmGate
 from spark_jobs.runtime.protocols import RunningJob
 from spark_jobs.runtime.queries import listen, start_query
 from spark_jobs.runtime.savepointing import resume_point
+from spark_jobs.runtime.warmup import executor_count
 from streamops_contract.state import lease
 
 log = logging.getLogger("spark_jobs.runtime")
@@ -33,6 +39,48 @@ TRANSIENT_ERRORS = (
 MAX_STAGE_RESTARTS = 3
 SUPERVISE_POLL_S = 0.2  # how often the driver looks at its queries and control requests
 HOOK_DELAY_S = 60.0  # the longest start-up hooks wait for the stages' first batches
+NO_EXECUTOR_S = 60.0  # 4 x the failover goal: a driver that lost its executors this long fails
+EXECUTOR_CHECK_S = 5.0
+
+
+class ExecutorWatch:
+    """Fails the driver (:class:`JobFailed`) once it has had no executor for
+    :data:`NO_EXECUTOR_S` after it had one. A driver never granted one (a job that waits for
+    cores) is left waiting: health names what it waits for, and a relaunch would not help."""
+
+    def __init__(self, job: str, count: Callable[[], int],
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.job, self.count, self.clock = job, count, clock
+        self.had = False
+        self.none_since: float | None = None
+        self.next_at = 0.0
+
+    def check(self) -> None:
+        now = self.clock()
+        if now < self.next_at:
+            return
+        self.next_at = now + EXECUTOR_CHECK_S
+        try:
+            count = self.count()
+        except Exception:  # the context is stopping: the queries' end will tell
+            return
+        if count > 0:
+            if self.none_since is not None:
+                log.info("job %s: %d executor(s) again after %.0fs without", self.job, count,
+                         now - self.none_since)  # fmt: skip
+            self.had, self.none_since = True, None
+            return
+        if not self.had:
+            return
+        if self.none_since is None:
+            self.none_since = now
+            log.warning("job %s: no executor left; the driver fails if the master grants none "
+                        "within %.0fs, so that its relaunch registers anew", self.job,
+                        NO_EXECUTOR_S)  # fmt: skip
+        elif now - self.none_since >= NO_EXECUTOR_S:
+            raise JobFailed(f"job {self.job}: no executor for {now - self.none_since:.0f}s "
+                            "after it had some (the master granted none): the driver exits "
+                            "to be relaunched with a new application")  # fmt: skip
 
 
 def run(job: RunningJob, gate: WarmGate | None = None) -> None:
@@ -107,9 +155,11 @@ def _stop_all(queries: list[Any]) -> None:
 
 def _supervise(job: RunningJob, queries: list[Any]) -> None:
     restarts: dict[str, int] = {}
+    executors = ExecutorWatch(job.job, lambda: executor_count(job.spark))
     try:
         while any(q.isActive for q in queries):
             _restart_transient(job, queries, restarts)
+            executors.check()
             job.fence.heartbeat()
             if job.control.poll({q.name: q for q in queries}) == "exit":
                 job.release_lease()

@@ -280,13 +280,14 @@ def _check_rates(t: Thresholds, job: str, stage: str, info: StageStatus) -> Chec
     if got is None or done is None or got < t.min_input_rate:
         return None
     name = f"{job}/{stage}/rate"
-    if done < t.min_rate_ratio * got:
+    if done < t.min_rate_ratio * got and info.behind_batches >= t.min_behind_batches:
         return CheckResult(
             "progress",
             name,
             Level.WARN,
             f"job {job}: stage {stage} processes {done:.1f} rows/s but "
-            f"receives {got:.1f} rows/s (falling behind)",
+            f"receives {got:.1f} rows/s, {info.behind_batches} batches in a row slower than "
+            "their rows came (falling behind)",
         )
     return CheckResult(
         "progress",

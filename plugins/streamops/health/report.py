@@ -53,6 +53,11 @@ class Thresholds(BaseModel):
     min_rate_ratio: float = Field(
         default=0.8, ge=0, description="warn when processed rows/s < ratio x input rows/s"
     )
+    min_behind_batches: int = Field(
+        default=3, ge=1,
+        description="batches in a row, each processing slower than its rows came, before the "
+        "rates warn (one such batch is one a little longer than the one before)",
+    )
     min_input_rate: float = Field(
         default=5.0, ge=0, description="input rows/s below which rates are not compared"
     )

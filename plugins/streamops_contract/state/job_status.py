@@ -139,6 +139,7 @@ class StageStatus(_Part):
     state_rows: int = 0
     sources: list[SourceProgress] = Field(default_factory=list)
     late_rows: int = 0  # rows dropped by the watermark since the driver started
+    behind_batches: int = 0  # the last batches in a row that processed slower than rows came
     # ready: committed a batch, or found no new data (idle since then)
     ready: bool = False
     idle_since: float | None = None

@@ -365,3 +365,13 @@ def test_the_sources_state_is_merged_into_the_status(
     reader.ok()
     board.refresh_sources()
     assert read_json(layout.status_file(JOB))["sources_state"]["fleetsim-beta"]["state"] == "ok"
+
+
+def test_batches_slower_than_their_rows_are_counted_in_a_row(board: StatusBoard) -> None:
+    board.declare_stage("vehicles")
+    for batch, (got, done) in enumerate([(60.0, 30.0), (60.0, 50.0), (60.0, 240.0),
+                                         (60.0, 30.0), (60.0, 30.0), (60.0, 20.0)]):  # fmt: skip
+        board.record_progress(progress("vehicles", batch, input_rate=got, processed_rate=done))
+    assert board.snapshot().stages["vehicles"].behind_batches == 3
+    board.record_progress(progress("vehicles", 6, rows=0, input_rate=0.0, processed_rate=0.0))
+    assert board.snapshot().stages["vehicles"].behind_batches == 0
