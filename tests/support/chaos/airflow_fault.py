@@ -7,9 +7,10 @@ version has stopped, and stays down 10-30 s. A ``streamops restart`` typed meanw
 refused at once, naming the DAG run that holds the job. Meanwhile health's ``jobs`` checks must fail
 whenever the job has no live driver (the unfinished upgrade intent says so, and what resumes
 it). Then the operator's way back: ``streamops airflow start`` (the database and the four
-processes started again), the run's failed tasks cleared if it failed (what health's message
-says to do), and the run finishes the upgrade from its intent. The job goes back to v1 with
-the CLI's procedure, so the next step finds it as the campaign started it.
+processes started again, each a new process), the run's failed tasks cleared if it failed
+(what health's message says to do), and the run finishes the upgrade from its intent. The
+job goes back to v1 with the CLI's procedure, so the next step finds it as the campaign
+started it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from streamops.health.checks import run_checks
 from streamops.health.report import Level
 from streamops.job_reads import read_submissions, view_of
 from streamops.procedures.upgrade import upgrade
+from streamops.services import running_service
+from streamops.stack.airflow_stack import COMPONENTS, service_name
 
 DAG = "savepoint_and_upgrade"
 
@@ -90,6 +93,7 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
     where = wait_until(lambda: _reached(world, run_id, MOMENTS[moment]), 600,
                        f"{run_id}'s upgrade to do {MOMENTS[moment]}", interval=0.1)
     assert where == "now", f"{run_id} finished before its {MOMENTS[moment]} was seen"
+    pids = {c: running_service(stack.settings, service_name(c)) for c in COMPONENTS}
     postmaster = stack.database.postgres.pid()
     assert postmaster is not None, "Airflow's PostgreSQL does not run"
     at = time.time()
@@ -104,6 +108,9 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
     started = time.monotonic()
     stack.start()  # `streamops airflow start`
     back = time.monotonic() - started
+    for component, before in pids.items():  # a scheduler whose database vanished can hang
+        after = running_service(stack.settings, service_name(component))  # its heartbeat fresh
+        assert before and after and after.pid != before.pid, f"{component} not started again"
     api = Api(stack)
     state, cleared = api.wait_finished(DAG, run_id), []
     for _ in range(2):
