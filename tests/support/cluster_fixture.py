@@ -70,7 +70,7 @@ def spark_cluster(
 def restore_shape(handle: ClusterHandle, wait: float = 120.0) -> list[str]:
     """The session cluster back to master + :data:`BASE_WORKERS`, each ALIVE in the master:
     a worker beyond them killed, a dead daemon (and its agent) started again. What was
-    mended, empty when the shape held."""
+    mended (and what could not be, within ``wait``), empty when the shape held."""
     cluster, mended = handle.cluster, []
     live = cluster.daemons()
     for name, record in live.items():
@@ -89,10 +89,9 @@ def restore_shape(handle: ClusterHandle, wait: float = 120.0) -> list[str]:
             alive = []
         if len(alive) == len(BASE_WORKERS):
             return mended
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"the session cluster has {len(alive)} ALIVE worker(s) "
-                                 f"{wait:.0f} s after {mended or 'the test'}; want "
-                                 f"{len(BASE_WORKERS)}")  # fmt: skip
+        if time.monotonic() >= deadline:  # the next test says what it finds
+            return [*mended, f"{len(alive)} ALIVE worker(s) after {wait:.0f} s, not "
+                             f"{len(BASE_WORKERS)}"]  # fmt: skip
         time.sleep(0.5)
 
 
