@@ -95,13 +95,16 @@ def test_the_test_commands_campaign_runs_every_short_kind(seed: int) -> None:
 
 # -- bounds ---------------------------------------------------------------------------------
 def test_every_kind_declares_a_bound_close_to_its_goal() -> None:
-    for name in ("node", "driver", "executor"):
-        assert BY_NAME[name].recover_s <= 30, name
+    """About 1.5 x what a relaunched driver takes beside the other job on 2 cores (28 s to
+    every stage's first commit, 2026-11-29); the goals are the benchmarks'."""
+    for name in ("node", "driver"):
+        assert BY_NAME[name].recover_s <= 45, name
+    assert BY_NAME["executor"].recover_s <= 20
     assert BY_NAME["cluster-restart"].recover_s <= 60
     assert all(0 < a.recover_s <= 120 for a in CATALOGUE)
     assert recovery_problem(BY_NAME["node"], 12.0) == ""
     late = recovery_problem(BY_NAME["node"], 45.3)
-    assert "45.3 s" in late and "node" in late and "bound of 30 s" in late
+    assert "45.3 s" in late and "node" in late and "bound of 45 s" in late
 
 
 class _Clock:
