@@ -189,8 +189,9 @@ def _slower(entry: dict[str, Any]) -> bool:
     that is noise (a batch a little longer than the one before); in a row, the batches grow
     and so does what waits behind them."""
     got, done = entry.get("input_rows_per_second"), entry.get("processed_rows_per_second")
-    return bool(entry.get("num_input_rows")) and got is not None and done is not None \
-        and done < got
+    if not entry.get("num_input_rows") or got is None or done is None:
+        return False
+    return bool(done < got)
 
 
 def _num(value: Any) -> float | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from support.integration import ClusterHandle
 
+from streamops.cluster.daemons import MASTER_NAME
 from streamops.cluster.profile import ClusterProfile
 from streamops.exceptions import StreamopsError
 from streamops.processes import processes_with_marker
@@ -77,20 +78,20 @@ def restore_shape(handle: ClusterHandle, wait: float = 120.0) -> list[str]:
         if record.kind == "worker" and name not in BASE_WORKERS:
             cluster.remove_worker(name, graceful=False)
             mended.append(f"removed {name}")
-    missing = [n for n in ("master", *BASE_WORKERS) if n not in live]
+    missing = [n for n in (MASTER_NAME, *BASE_WORKERS) if n not in live]
     if missing:
         cluster.start(workers=len(BASE_WORKERS))  # agents, master and workers unless they run
         mended.append(f"started {', '.join(missing)}")
     deadline = time.monotonic() + wait
     while True:
         try:
-            alive = sorted(w.id for w in handle.registry.client.workers() if w.state == "ALIVE")
+            alive = sum(w.state == "ALIVE" for w in handle.registry.client.workers())
         except StreamopsError:  # the master is starting
-            alive = []
-        if len(alive) == len(BASE_WORKERS):
+            alive = 0
+        if alive == len(BASE_WORKERS):
             return mended
         if time.monotonic() >= deadline:  # the next test says what it finds
-            return [*mended, f"{len(alive)} ALIVE worker(s) after {wait:.0f} s, not "
+            return [*mended, f"{alive} ALIVE worker(s) after {wait:.0f} s, not "
                              f"{len(BASE_WORKERS)}"]  # fmt: skip
         time.sleep(0.5)
 

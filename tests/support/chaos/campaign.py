@@ -57,10 +57,10 @@ AFTER_STEP = Thresholds(max_batch_age=45.0, recent_loss_window=1.0)
 it caused is reported OK with its count (it warns for an hour by default, by design), so what
 must be OK again is the job, its stages, its sources and the cluster."""
 PRECONDITION_WAIT_S = 30.0
-SLOW_HEALTH_S = 10.0
-"""Health back to OK later than this after a step: the step's line says what it waited for."""
 """A named step waits this long for its precondition (a node given back by the previous step
 registering again) before it fails."""
+SLOW_HEALTH_S = 10.0
+"""Health back to OK later than this after a step: the step's line says what it waited for."""
 
 
 def draw(seed: int, steps: int, short: bool, world: ChaosWorld | None = None) -> list[Action]:

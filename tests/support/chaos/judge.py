@@ -129,14 +129,14 @@ def wait_health_ok(
     """Ask health until it says ``ok``: the seconds it took, or None and what health said
     last when it did not within ``bound``. ``seen`` gets each different verdict that was not
     OK, in order (what a slow return to OK was waiting for)."""
-    t0 = clock()
+    t0, last = clock(), None
     while True:
         level, message = level_and_message()
         if level == "ok":
             return clock() - t0, ""
-        said = f"{level} at {clock() - t0:.0f} s: {message}"
-        if seen is not None and (not seen or seen[-1].split(": ", 1)[1] != said.split(": ", 1)[1]):
-            seen.append(said)
+        if seen is not None and (level, message) != last:
+            seen.append(f"{level} at {clock() - t0:.0f} s: {message}")
+        last = (level, message)
         if clock() - t0 >= bound:
             return None, f"health not OK {bound:.0f} s after the step: {level}: {message}"
         sleep(every)
