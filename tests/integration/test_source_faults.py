@@ -8,7 +8,7 @@ campaign, judged there on two jobs with health and the oracle after each.)
    the master, started again, knows the job's driver again (its FILESYSTEM recovery; when the
    worker's re-registration wins the race, Spark relaunches the driver instead): one driver,
    the master's, holds the lease and every stage commits;
-2. the job's PostgreSQL store unreachable for 30 s (a proxy between the job and the server
+2. the job's PostgreSQL store unreachable for 20 s (a proxy between the job and the server
    breaks every connection and refuses new ones): the batches wait and retry, the job stays up,
    and every stage commits again once the store is back;
 3. beta stopped and started again on its data directory: it keeps its stream and sequence and
@@ -61,7 +61,7 @@ pytestmark = pytest.mark.integration
 SPEC = Path(__file__).resolve().parents[2] / "config" / "jobs" / "fleet-pings.yaml"
 JOB = "fleet-faults"
 RATE = 30.0
-STORE_DOWN_S = 30
+STORE_DOWN_S = 20
 STAGES = {"vehicles", "vehicle-stats-1m"}
 
 
@@ -110,7 +110,7 @@ def test_faults_from_outside(
     alpha_dir = tmp_path / "alpha"
     alpha = AlphaSimulator(
         alpha_dir, seed=21, vehicles=30, rate=RATE, pings_per_file=40, malformed_every=101,
-        max_pings=int(RATE * 100), journal=tmp_path / "alpha.jsonl",  # through the store outage
+        max_pings=int(RATE * 80), journal=tmp_path / "alpha.jsonl",  # through the store outage
     )  # fmt: skip
     beta = BetaProcess(free_port(), tmp_path / "beta-log", tmp_path / "beta.jsonl",
                        tmp_path / "beta.log", rate=RATE)  # fmt: skip
@@ -171,7 +171,7 @@ def test_faults_from_outside(
         wait_until(lambda: next_batches(cluster, JOB, next_batches_at, STAGES), 120,
                    "every stage to commit under the restarted master", describe=describe)
 
-        # 2. the store unreachable for 30 s: the batches wait and retry, the job stays up
+        # 2. the store unreachable for 20 s: the batches wait and retry, the job stays up
         proxy.cut()
         cut_at = time.time()
         time.sleep(STORE_DOWN_S)

@@ -1,15 +1,16 @@
-"""The trade analyser on the real local cluster: v1 → v2 while 10k trades/s flow, then a full
-cluster restart, checked against the producer's journal.
+"""The trade analyser on the real local cluster: v1 → v2 while 10k trades/s flow, checked
+against the producer's journal.
 
 The trades producer runs (fleetsim-beta's server, :mod:`streamops.sim.trades`) → v1 is
 submitted and reads for a while → upgraded to v2 with the project's upgrade (planned, savepoint,
-warm start) → the whole cluster restarted gracefully while trades still flow (every job
-savepointed, master and workers stopped and started, the jobs restored) → after the producer
-stops and every stage has read up to its end: every
-``avg-1s`` window equals the recomputation over all trades (v1's state went on in v2), and
-``avg-1m`` / ``vol-1s`` equal the recomputation over the trades after the savepoint's position
-(the new stages start there, with empty state). The producer's event times never go back, so
-nothing is late. Marked ``slow`` (in the default run; alone: ``./scripts/test.sh -m slow``).
+warm start) while trades still flow → after the producer stops and every stage has read up to
+its end: every ``avg-1s`` window equals the recomputation over all trades (v1's state went on
+in v2), and ``avg-1m`` / ``vol-1s`` equal the recomputation over the trades after the
+savepoint's position (the new stages start there, with empty state). The producer's event
+times never go back, so nothing is late. A full cluster restart that restores a running job
+from its savepoint is the multi-host module's jar swap (``cluster_restart`` through Airflow);
+the warm one, the cluster DAGs'. Marked ``slow`` (in the default run; alone:
+``./scripts/test.sh -m slow``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from support.oracle import compare_series, trade_windows
 
 from spark_jobs import trade_analyser as ta
 from spark_jobs.runtime.savepointing import committed_offsets
-from streamops.cluster.releases import ReleaseStore
-from streamops.procedures import cluster_restart
 from streamops.procedures.upgrade import plan_upgrade, upgrade
 from streamops.sim.journal import read_journal, valid_trades
 from streamops.sim.trades import TradeSimulator
@@ -40,7 +39,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180
 JOB = "trade-analyser-it"
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "jobs"
 RATE = 10_000
-TRADES = 900_000  # 90 s of trades: v1 runs, the upgrade happens, v2 runs
+TRADES = 600_000  # 60 s of trades: v1 runs, the upgrade happens, v2 runs
 
 
 def spec(file: str, producer: TradeSimulator, store_url: str) -> JobSpec:
@@ -61,7 +60,7 @@ def committed_sequences(cluster: ClusterHandle, stages: Any) -> dict[str, int | 
     return out
 
 
-def test_v1_upgraded_to_v2_then_the_cluster_restarted(
+def test_v1_upgraded_to_v2_while_trades_flow(
     spark_cluster: ClusterHandle, tmp_path: Path
 ) -> None:
     settings, registry = spark_cluster.settings, spark_cluster.registry
@@ -83,12 +82,8 @@ def test_v1_upgraded_to_v2_then_the_cluster_restarted(
         manifest = catalogue.get_savepoint(settings.layout, outcome.savepoint)
         assert set(manifest.stages) == {"avg-1s"}
         position = int(earliest_positions(manifest)[ta.SOURCE_ID]["sequence"])
-
         flowing = producer.emitted < TRADES
-        intent = cluster_restart.restart(settings, ReleaseStore(settings).active())
-        assert intent.phase == "done" and intent.restored == [JOB]
-        assert registry.view(JOB).version == "2"
-        print(f"cluster restarted {'while trades flowed' if flowing else 'after the last trade'}")
+        print(f"upgraded {'while trades flowed' if flowing else 'after the last trade'}")
 
         assert producer.wait_done(600)
         stages = ("avg-1s", "avg-1m", "vol-1s")
