@@ -80,8 +80,12 @@ def _regular_files(roots: Iterable[Path]) -> Iterator[Path]:
 
 def find_secrets(roots: Iterable[Path], environ: Mapping[str, str]) -> list[Secret]:
     """The secrets of every state root under ``roots`` (see the module's docstring)."""
+    return _secrets_among(_regular_files(roots), environ)
+
+
+def _secrets_among(files: Iterable[Path], environ: Mapping[str, str]) -> list[Secret]:
     found: list[Secret] = []
-    for path in _regular_files(roots):
+    for path in files:
         what = _NAMES.get(path.name)
         if what is None or path.parent.name != "cluster":
             continue
@@ -144,7 +148,7 @@ def _candidates(paths: list[Path], secrets: list[Secret]) -> set[Path]:
     """The files among ``paths`` that may hold a secret or a bearer token: those in which
     GNU grep, in one pass over each file for every fixed string at once, finds a secret's bytes
     (:func:`_grep_pattern`) or ``eyJ``, a JWS's start. Searching every file byte by byte for
-    each secret took minutes over a session's gigabyte; the candidates are searched so after.
+    each secret took minutes over a session's gigabyte; only the candidates are searched so.
     A value grep cannot look for, or a batch grep could not read, keeps every file in."""
     patterns = [p for s in secrets if (p := _grep_pattern(s.value)) is not None]
     if len(patterns) < len(secrets):
@@ -196,9 +200,13 @@ def _search(path: Path, secrets: list[Secret], keys: list[Secret]) -> Iterator[F
 def sweep(roots: Iterable[Path], secrets: list[Secret]) -> list[Finding]:
     """Every place under ``roots`` where one of ``secrets`` (or a bearer token signed with a
     REST key among them) is written outside the places allowed for it."""
+    return _sweep_files(_regular_files(roots), secrets)
+
+
+def _sweep_files(files: Iterable[Path], secrets: list[Secret]) -> list[Finding]:
     keys = [s for s in secrets if s.what == "REST key (raw bytes)"]
     allowances = _Allowances.of(secrets)
-    paths = [p for p in _regular_files(roots) if not allowances.allow(p)]
+    paths = [p for p in files if not allowances.allow(p)]
     candidates = _candidates(paths, secrets)
     findings: list[Finding] = []
     for path in paths:
@@ -212,9 +220,9 @@ def sweep(roots: Iterable[Path], secrets: list[Secret]) -> list[Finding]:
 
 
 def sweep_roots(roots: Iterable[Path], environ: Mapping[str, str]) -> list[Finding]:
-    """:func:`find_secrets` under ``roots``, then :func:`sweep` them."""
-    existing = [r for r in roots if r.is_dir()]
-    return sweep(existing, find_secrets(existing, environ))
+    """:func:`find_secrets` under ``roots``, then :func:`sweep` them, walking them once."""
+    files = list(_regular_files(r for r in roots if r.is_dir()))
+    return _sweep_files(files, _secrets_among(files, environ))
 
 
 def fail_session_on_leaks(session: pytest.Session, roots: Iterable[Path]) -> list[Finding]:
