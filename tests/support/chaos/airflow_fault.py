@@ -10,7 +10,7 @@ it). Then the operator's way back: ``streamops airflow start`` (the database and
 processes started again, each a new process), the run's failed tasks cleared if it failed
 (what health's message says to do), and the run finishes the upgrade from its intent. The
 job goes back to v1 with the CLI's procedure, so the next step finds it as the campaign
-started it.
+started it, unless this is the campaign's last step (the test command's: it ends on v2).
 """
 
 from __future__ import annotations
@@ -127,10 +127,13 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
         standbys = [s for s in read_submissions(world.settings.layout.submissions_file(world.job))
                     if s.get("event") == "submitted" and s.get("standby")]  # fmt: skip
         assert standbys and standbys[-1]["driver_id"] == view.driver_id, (standbys, view)
-    upgrade(world.settings, world.job, world.spec(), allow_state_drop=True)
+    then = "left on v2 (the campaign's last step)"
+    if not world.last_step:  # the next step finds the job as the campaign started it
+        upgrade(world.settings, world.job, world.spec(), allow_state_drop=True)
+        then = "back to v1 by the CLI"
     how = f"its tasks {', '.join(sorted(set(cleared)))} cleared" if cleared else "no clear needed"
     how = f"{'warm' if warm else 'cold'}, {how}"
     return Inflicted(at, f"Airflow's PostgreSQL killed ({moment}), down {down_for:.0f} s "
                      f"(a CLI restart refused in {hand.took:.1f} s naming the run; {down} "
                      f"samples with the job down, none OK), Airflow back {back:.0f} s later; "
-                     f"the upgrade run finished ({how}); back to v1 by the CLI")  # fmt: skip
+                     f"the upgrade run finished ({how}); {then}")  # fmt: skip

@@ -310,6 +310,7 @@ def run_campaign(world: ChaosWorld, seed: int, steps: int, *, short: bool,
                 report = StepReport(number, drawn.name, drawn.kind, error="its precondition "
                                     f"does not hold (tried {', '.join(failed)}): not run")
             else:
+                world.last_step = number == len(actions)
                 report = run_step(world, watch, number, action, rng)
                 if failed:
                     report.note += f" (drawn instead of {', '.join(failed)}: precondition)"

@@ -75,6 +75,9 @@ class ChaosWorld:
     postgres_url: str = ""  # a PostgreSQL store (reached through a link the campaign can cut)
     reset_policy: str = "fail"
     airflow_port: int = 0  # where the world's Airflow listens, once a step needs it (0: never)
+    last_step: bool = False
+    """The campaign's step now running is its last (set by ``run_campaign``): a step that
+    puts the job back as it found it for the next one need not."""
     second_job: bool = False
     """The tutorial's transactions job runs beside fleet-pings (``STREAMOPS_CHAOS_TWO_JOBS=1``)."""
     workers: int = 0
