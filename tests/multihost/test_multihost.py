@@ -10,18 +10,30 @@ one shared directory; the test process is the operator's machine on the same net
 - fleet-pings deployed across hosts (the oracle), its driver's host torn down (processes
   killed, link cut) → the master relaunches it on another host, which takes the lease once
   its TTL passed; every stage's next batch, then the oracle: nothing lost, nothing twice;
-- the health check and the dashboard see every host.
+- the health check and the dashboard see every host;
+- the longer procedures driven as users drive them, through the DAGs of an Airflow that runs
+  on the master's host (its embedded PostgreSQL, api-server, scheduler, dag-processor and
+  triggerer there, at that host's address), triggered over its REST API from the operator's
+  machine: ``savepoint_and_upgrade`` v1 → v2 with a warm standby (the hosts of the old and
+  the new driver printed), then ``cluster_restart`` switching the jar release r1 → r2 (every
+  node stopped and started again through its agent on its own host, the master's host
+  keeping Airflow running; the job restored from its savepoint). Airflow is stopped after
+  them; the faults above come next, on the job they left (v2, release r2).
 
-Skipped, with the reason, where network namespaces cannot be made (not root, no ``ip``).
+One set of hosts and one deployment for the whole module (the oracle at its end covers every
+procedure and fault). Skipped, with the reason, where network namespaces cannot be made (not
+root, no ``ip``); alone: ``./scripts/test.sh -m multihost tests/multihost``.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.airflow_api import Api
 from support.faults import driver_jvm_pid
 from support.integration import describe_job, pids_with_args, wait_until
 from support.multihost import (
@@ -34,6 +46,8 @@ from support.multihost import (
 
 from streamops.cluster import rest_auth, rpc_auth
 from streamops.cluster.client import MasterClient
+from streamops.cluster.releases import ReleaseStore
+from streamops.stack.airflow_stack import AirflowStack
 from streamops_contract.hosts import is_loopback
 from streamops_contract.state import lease
 
@@ -130,6 +144,60 @@ def test_deploy_across_hosts_seen_by_health_and_dashboard(
         "worker-1", "worker-2", "worker-3"], obs.workers  # fmt: skip
     _dashboard_sees(hosts, fleet.job)
     _bound_where_the_settings_say(hosts)  # the driver's and executors' servers too
+
+
+@pytest.fixture(scope="module")
+def airflow(hosts: MultiHost) -> Iterator[AirflowStack]:
+    started = time.monotonic()
+    stack = hosts.start_airflow()
+    try:
+        print(f"FIGURE Airflow up on the master's host ({stack.options.url}) in "
+              f"{time.monotonic() - started:.1f}s")
+        yield stack
+    finally:  # a no-op when the last procedure stopped it
+        stack.stop()
+        assert stack.database.postgres.pid() is None, "Airflow's PostgreSQL runs on"
+
+
+def _run(stack: AirflowStack, dag: str, conf: dict[str, object]) -> tuple[dict[str, str], float]:
+    api, started = Api(stack), time.monotonic()
+    run_id = api.trigger(dag, conf)
+    state = api.wait_finished(dag, run_id, timeout=900)
+    tasks = api.task_states(dag, run_id)
+    assert state == "success", f"{dag} run {run_id} ended {state}: {tasks}"
+    return tasks, time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_upgrade_with_a_warm_standby_across_hosts(hosts: MultiHost, fleet: HostFleet,
+                                                   airflow: AirflowStack) -> None:  # fmt: skip
+    old = hosts.registry.view(fleet.job)
+    old_host = hosts.node_of_driver(str(old.driver_id))
+    spec = fleet.spec_file("fleet-pings-v2.yaml")
+    tasks, took = _run(airflow, "savepoint_and_upgrade",
+                       {"job": fleet.job, "spec": str(spec), "standby": "warm"})  # fmt: skip
+    assert tasks["start_standby"] == "success", tasks
+    view = hosts.registry.view(fleet.job)
+    assert view.version == "2" and view.healthy, describe_job(view)
+    new_host = hosts.node_of_driver(str(view.driver_id))
+    print(f"FIGURE savepoint_and_upgrade v1 → v2 (warm standby) across hosts through Airflow "
+          f"on the master's host: {took:.1f}s; old driver on {old_host}, new on {new_host}")
+
+
+@pytest.mark.slow
+def test_full_restart_with_a_jar_swap_across_hosts(hosts: MultiHost, fleet: HostFleet,
+                                                    airflow: AirflowStack) -> None:  # fmt: skip
+    tasks, took = _run(airflow, "cluster_restart", {"release": "r2", "path": "full"})
+    assert ReleaseStore(hosts.settings).active() == "r2"
+    assert len(hosts.alive_workers()) == 3
+    addresses = {h.address for n, h in hosts.hosts.items() if n.startswith("worker-")}
+    assert set(hosts.alive_workers()) == addresses  # each on its own host again
+    wait_until(lambda: hosts.registry.view(fleet.job).healthy, 300, "the job restored",
+               describe=lambda: describe_job(hosts.registry.view(fleet.job)))  # fmt: skip
+    assert MasterClient(hosts.settings).state().get("status") == "ALIVE"
+    print(f"FIGURE cluster_restart r1 → r2 across hosts through Airflow on the master's host: "
+          f"{took:.1f}s ({len(tasks)} tasks)")
+    airflow.stop()  # the faults that follow need no Airflow: its CPU goes back to the job
 
 
 def test_partition_fences_the_cut_off_driver(hosts: MultiHost, fleet: HostFleet) -> None:
@@ -240,7 +308,7 @@ def test_failover_when_a_host_is_torn_down(hosts: MultiHost, fleet: HostFleet) -
           f"{WORKER_TIMEOUT_S}s): worker declared DEAD {detected:.1f}s after, lease taken by "
           f"the relaunched driver {leased:.1f}s after, every stage's next batch {gap:.1f}s "
           f"after; driver now on {new_node}")
-    fleet.finish_and_check()  # the oracle: 0 lost, 0 duplicated, over all three faults
+    fleet.finish_and_check()  # the oracle: 0 lost, 0 duplicated, over every procedure and fault
     _no_secret_anywhere(hosts)
 
 
