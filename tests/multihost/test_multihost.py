@@ -14,8 +14,9 @@ one shared directory; the test process is the operator's machine on the same net
 - the longer procedures driven as users drive them, through the DAGs of an Airflow that runs
   on the master's host (its embedded PostgreSQL, api-server, scheduler, dag-processor and
   triggerer there, at that host's address), triggered over its REST API from the operator's
-  machine: ``savepoint_and_upgrade`` v1 → v2 with a warm standby (the hosts of the old and
-  the new driver printed), then ``cluster_restart`` switching the jar release r1 → r2 (every
+  machine: ``savepoint_and_upgrade`` v1 → v2 with a warm standby, Airflow's PostgreSQL
+  killed -9 in the middle and Airflow started again (the hosts of the old and the new driver
+  printed), then ``cluster_restart`` switching the jar release r1 → r2 (every
   node stopped and started again through its agent on its own host, the master's host
   keeping Airflow running; the job restored from its savepoint). Airflow is stopped after
   them; the faults above come next, on the job they left (v2, release r2).
@@ -27,6 +28,8 @@ root, no ``ip``); alone: ``./scripts/test.sh -m multihost tests/multihost``.
 
 from __future__ import annotations
 
+import os
+import random
 import sys
 import time
 from collections.abc import Iterator
@@ -34,6 +37,7 @@ from pathlib import Path
 
 import pytest
 from support.airflow_api import Api
+from support.chaos.airflow_fault import JobOn, kill_db_mid_upgrade
 from support.faults import driver_jvm_pid
 from support.integration import describe_job, pids_with_args, wait_until
 from support.multihost import (
@@ -169,19 +173,28 @@ def _run(stack: AirflowStack, dag: str, conf: dict[str, object]) -> tuple[dict[s
 
 
 @pytest.mark.slow
-def test_upgrade_with_a_warm_standby_across_hosts(hosts: MultiHost, fleet: HostFleet,
-                                                   airflow: AirflowStack) -> None:  # fmt: skip
+def test_upgrade_with_a_warm_standby_across_hosts_airflows_database_killed_midway(
+    hosts: MultiHost, fleet: HostFleet, airflow: AirflowStack
+) -> None:
+    """The warm upgrade through Airflow, its PostgreSQL killed -9 in the middle
+    (``support/chaos/airflow_fault.py``): a CLI restart meanwhile refused naming the run,
+    health's jobs checks never OK while the job has no driver, ``streamops airflow start`` on
+    the master's host, the run finishes and the standby it started is the new driver."""
     old = hosts.registry.view(fleet.job)
     old_host = hosts.node_of_driver(str(old.driver_id))
-    spec = fleet.spec_file("fleet-pings-v2.yaml")
-    tasks, took = _run(airflow, "savepoint_and_upgrade",
-                       {"job": fleet.job, "spec": str(spec), "standby": "warm"})  # fmt: skip
-    assert tasks["start_standby"] == "success", tasks
+    seed = int(os.environ.get("STREAMOPS_CHAOS_SEED", "1"))
+    started = time.monotonic()
+    done = kill_db_mid_upgrade(JobOn(hosts.settings, hosts.registry, fleet.job), airflow,
+                               fleet.spec_file("fleet-pings-v2.yaml"), random.Random(seed),
+                               start_again=hosts.start_airflow, standby="warm")  # fmt: skip
+    took = time.monotonic() - started
+    assert done.warm, done.note
     view = hosts.registry.view(fleet.job)
     assert view.version == "2" and view.healthy, describe_job(view)
     new_host = hosts.node_of_driver(str(view.driver_id))
     print(f"FIGURE savepoint_and_upgrade v1 → v2 (warm standby) across hosts through Airflow "
-          f"on the master's host: {took:.1f}s; old driver on {old_host}, new on {new_host}")
+          f"on the master's host: {took:.1f}s; old driver on {old_host}, new on {new_host}; "
+          f"{done.note} (seed {seed})")
 
 
 @pytest.mark.slow

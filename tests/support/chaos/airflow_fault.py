@@ -1,16 +1,22 @@
 """A fault of the orchestrator: Airflow's embedded PostgreSQL killed in the middle of an
-upgrade DAG run.
+upgrade DAG run (:func:`kill_db_mid_upgrade`).
 
-``savepoint_and_upgrade`` (v1 → v2) is triggered in the world's real Airflow; its metadata
-database is killed -9 either while the savepoint-with-cancel task runs or once the old
-version has stopped, and stays down 10-30 s. A ``streamops restart`` typed meanwhile must be
-refused at once, naming the DAG run that holds the job. Meanwhile health's ``jobs`` checks must fail
+``savepoint_and_upgrade`` (v1 → v2) is triggered in a real Airflow; its metadata database is
+killed -9 either while the savepoint-with-cancel task runs or once the old version has
+stopped, and stays down 10-20 s. A ``streamops restart`` typed meanwhile must be refused at
+once, naming the DAG run that holds the job. Meanwhile health's ``jobs`` checks must fail
 whenever the job has no live driver (the unfinished upgrade intent says so, and what resumes
 it). Then the operator's way back: ``streamops airflow start`` (the database and the four
 processes started again, each a new process), the run's failed tasks cleared if it failed
-(what health's message says to do), and the run finishes the upgrade from its intent. The
-job goes back to v1 with the CLI's procedure, so the next step finds it as the campaign
-started it, unless this is the campaign's last step (the test command's: it ends on v2).
+(what health's message says to do), and the run finishes the upgrade from its intent; with a
+warm standby, the standby it started is the driver that took over.
+
+The test command runs it in the multi-host module, on the warm upgrade through the Airflow of
+the master's host (``tests/multihost/test_multihost.py``). The chaos campaign's
+``airflow-db`` step (:func:`airflow_db_killed`: the long campaign's, or
+``STREAMOPS_CHAOS_ONLY=airflow-db``) runs it in the world's Airflow beside the two jobs, then
+upgrades the job back to v1 with the CLI's procedure so that the next step finds it as the
+campaign started it (unless it is the campaign's last step).
 """
 
 from __future__ import annotations
@@ -20,12 +26,16 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 from support.airflow_api import Api
 from support.chaos.actions import Inflicted
 from support.chaos.race_faults import ended, restart_hand
 from support.chaos.world import ChaosWorld
-from support.integration import wait_until
+from support.integration import describe_job, wait_until
 
 from streamops.exceptions import StreamopsError
 from streamops.health.checks import run_checks
@@ -33,7 +43,7 @@ from streamops.health.report import Level
 from streamops.job_reads import read_submissions, view_of
 from streamops.procedures.upgrade import upgrade
 from streamops.services import running_service
-from streamops.stack.airflow_stack import COMPONENTS, service_name
+from streamops.stack.airflow_stack import COMPONENTS, AirflowStack, service_name
 
 DAG = "savepoint_and_upgrade"
 
@@ -43,7 +53,7 @@ MOMENTS = {"savepoint": "request_savepoint", "stopped": "savepoint_answered"}
 savepoint with cancel asked of the old version; the old version stopped by it)."""
 
 
-def _reached(world: ChaosWorld, run_id: str, step: str) -> str:
+def _reached(world: OnJob, run_id: str, step: str) -> str:
     """``"now"`` once this run's upgrade intent has done ``step`` and is not finished,
     ``"over"`` if it finished first, ``""`` before. Read from the state root every 0.1 s: a
     warm upgrade goes from the savepoint to its end in a few seconds, which polling Airflow's
@@ -60,14 +70,14 @@ def _reached(world: ChaosWorld, run_id: str, step: str) -> str:
     return "now" if step in intent.get("done", []) else ""
 
 
-def _live(world: ChaosWorld) -> bool:
+def _live(world: OnJob) -> bool:
     try:
         return world.registry.view(world.job).is_live
     except StreamopsError:
         return view_of(world.settings, world.job, None).is_live
 
 
-def _watch_jobs(world: ChaosWorld, seconds: float) -> tuple[int, list[str]]:
+def _watch_jobs(world: OnJob, seconds: float) -> tuple[int, list[str]]:
     """Sample the ``jobs`` checks for ``seconds``: how many samples saw the job down, and
     those that said OK then."""
     down, wrong = 0, []
@@ -83,12 +93,51 @@ def _watch_jobs(world: ChaosWorld, seconds: float) -> tuple[int, list[str]]:
     return down, wrong
 
 
-def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
-    stack = world.airflow()
+class OnJob(Protocol):
+    """What the fault needs of where it runs: the campaign's world, or the multi-host
+    module's hosts and job (:class:`JobOn`)."""
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def registry(self) -> Any: ...
+
+    @property
+    def job(self) -> str: ...
+
+
+@dataclass
+class JobOn:
+    """A job on a cluster that is not a campaign's world (the multi-host module's)."""
+
+    settings: Any
+    registry: Any
+    job: str
+
+
+@dataclass
+class DbKilled:
+    """What :func:`kill_db_mid_upgrade` did: when the database was killed, the stack as
+    started again, whether the upgrade went by a warm standby, and its words."""
+
+    at: float
+    stack: AirflowStack
+    warm: bool
+    note: str
+
+
+def kill_db_mid_upgrade(world: OnJob, stack: AirflowStack, spec: Path, rng: random.Random,
+                        start_again: Callable[[], AirflowStack],
+                        standby: str = "auto") -> DbKilled:  # fmt: skip
+    """Trigger ``savepoint_and_upgrade`` of ``world.job`` to ``spec`` in ``stack`` (its
+    ``standby`` param: ``auto`` is warm when a worker has a free core), kill its PostgreSQL
+    at a moment ``rng`` draws, check a CLI restart meanwhile and health's ``jobs`` checks,
+    start Airflow again with ``start_again`` (``streamops airflow start``) and see the run
+    finish."""
     api = Api(stack)
     first = str(world.registry.view(world.job).driver_id)
-    spec = world.spec_file("fleet-pings-v2.yaml")
-    run_id = api.trigger(DAG, {"job": world.job, "spec": str(spec)})
+    run_id = api.trigger(DAG, {"job": world.job, "spec": str(spec), "standby": standby})
     moment = rng.choice(tuple(MOMENTS))
     where = wait_until(lambda: _reached(world, run_id, MOMENTS[moment]), 600,
                        f"{run_id}'s upgrade to do {MOMENTS[moment]}", interval=0.1)
@@ -98,7 +147,7 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
     assert postmaster is not None, "Airflow's PostgreSQL does not run"
     at = time.time()
     os.kill(postmaster, signal.SIGKILL)
-    down_for = rng.uniform(10, 30)
+    down_for = rng.uniform(10, 20)
     # a second hand meanwhile: the run holds the job though its Airflow cannot answer
     hand = ended([restart_hand(world)])[0]
     problem = hand.refused_by(f"DAG run {DAG}/{run_id}")
@@ -106,7 +155,7 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
     down, wrong = _watch_jobs(world, max(0.0, down_for - hand.took))
     assert not wrong, f"health's jobs checks said OK while the job was down: {wrong}"
     started = time.monotonic()
-    stack.start()  # `streamops airflow start`
+    stack = start_again()  # `streamops airflow start`
     back = time.monotonic() - started
     for component, before in pids.items():  # a scheduler whose database vanished can hang
         after = running_service(stack.settings, service_name(component))  # its heartbeat fresh
@@ -121,19 +170,31 @@ def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
     assert state == "success", (f"{DAG} run {run_id} ended {state} after its tasks "
                                 f"{cleared} were cleared: {api.task_states(DAG, run_id)}")
     view = world.registry.view(world.job)
-    assert view.is_live and str(view.driver_id) != first, world.describe()
+    assert view.is_live and str(view.driver_id) != first, describe_job(view)
     warm = api.task_states(DAG, run_id).get("start_standby") == "success"
     if warm:  # the standby the DAG started is the driver that took over
         standbys = [s for s in read_submissions(world.settings.layout.submissions_file(world.job))
                     if s.get("event") == "submitted" and s.get("standby")]  # fmt: skip
         assert standbys and standbys[-1]["driver_id"] == view.driver_id, (standbys, view)
+    how = f"its tasks {', '.join(sorted(set(cleared)))} cleared" if cleared else "no clear needed"
+    note = (f"Airflow's PostgreSQL killed ({moment}), down {down_for:.0f} s (a CLI restart "
+            f"refused in {hand.took:.1f} s naming the run; {down} samples with the job down, "
+            f"none OK), Airflow back {back:.0f} s later; the upgrade run finished "
+            f"({'warm' if warm else 'cold'}, {how})")  # fmt: skip
+    return DbKilled(at, stack, warm, note)
+
+
+def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
+    stack = world.airflow()
+    done = kill_db_mid_upgrade(world, stack, world.spec_file("fleet-pings-v2.yaml"), rng,
+                               start_again=lambda: _started(stack))  # fmt: skip
     then = "left on v2 (the campaign's last step)"
     if not world.last_step:  # the next step finds the job as the campaign started it
         upgrade(world.settings, world.job, world.spec(), allow_state_drop=True)
         then = "back to v1 by the CLI"
-    how = f"its tasks {', '.join(sorted(set(cleared)))} cleared" if cleared else "no clear needed"
-    how = f"{'warm' if warm else 'cold'}, {how}"
-    return Inflicted(at, f"Airflow's PostgreSQL killed ({moment}), down {down_for:.0f} s "
-                     f"(a CLI restart refused in {hand.took:.1f} s naming the run; {down} "
-                     f"samples with the job down, none OK), Airflow back {back:.0f} s later; "
-                     f"the upgrade run finished ({how}); {then}")  # fmt: skip
+    return Inflicted(done.at, f"{done.note}; {then}")
+
+
+def _started(stack: AirflowStack) -> AirflowStack:
+    stack.start()
+    return stack
