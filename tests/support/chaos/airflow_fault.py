@@ -118,11 +118,10 @@ class JobOn:
 
 @dataclass
 class DbKilled:
-    """What :func:`kill_db_mid_upgrade` did: when the database was killed, the stack as
-    started again, whether the upgrade went by a warm standby, and its words."""
+    """What :func:`kill_db_mid_upgrade` did: when the database was killed, whether the
+    upgrade went by a warm standby, and its words."""
 
     at: float
-    stack: AirflowStack
     warm: bool
     note: str
 
@@ -181,7 +180,7 @@ def kill_db_mid_upgrade(world: OnJob, stack: AirflowStack, spec: Path, rng: rand
             f"refused in {hand.took:.1f} s naming the run; {down} samples with the job down, "
             f"none OK), Airflow back {back:.0f} s later; the upgrade run finished "
             f"({'warm' if warm else 'cold'}, {how})")  # fmt: skip
-    return DbKilled(at, stack, warm, note)
+    return DbKilled(at, warm, note)
 
 
 def airflow_db_killed(world: ChaosWorld, rng: random.Random) -> Inflicted:
