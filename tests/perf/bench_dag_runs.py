@@ -7,7 +7,7 @@ Each mode runs in a fresh interpreter with a fresh SQLite metadata database and 
 fails naming the param, ``report`` says so; no cluster is needed). It prints the machine's
 speed, then each run's seconds per mode; the first run of the "once" mode builds the API.
 
-    .venv/bin/python tests/perf/bench_dag_test.py [--runs 3]
+    .venv/bin/python tests/perf/bench_dag_runs.py [--runs 3]
 """
 
 from __future__ import annotations
