@@ -47,6 +47,7 @@ def exec_python(argv: list[str]) -> NoReturn:
     here = os.path.dirname(os.path.abspath(sys.executable))
     if os.path.dirname(os.path.abspath(python)) == here:
         strip_environ()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # the mask outlives execv
     os.execv(python, [python, *argv])
 
 
@@ -98,6 +99,7 @@ def relay(sock: socket.socket, pid: int) -> int:
     """Forward signals to ``pid`` until the server reports how it ended: our exit code."""
     for sig in FORWARDED:
         signal.signal(sig, lambda signum, _frame: _forward(pid, signum))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # what came meanwhile goes to pid
     sock.settimeout(None)
     line = read_line(sock)
     if line is None:  # the server went away first: wait for the process itself
@@ -122,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     path = os.environ.get(SOCKET_ENV)
     if not path or not os.path.exists(path) or args[:1] != ["-m"]:
         exec_python(args)
+    # held from the request on: a signal that came before the worker's pid was known would
+    # end this process alone and leave the worker running
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     sock = forked(args, path)
     if sock is None:
         exec_python(args)

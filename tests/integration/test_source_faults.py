@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from support.beta_process import BetaProcess
 from support.faults import next_batches
-from support.integration import ClusterHandle, describe_job, wait_until
+from support.integration import ClusterHandle, describe_job, driver_log_tail, wait_until
 from support.oracle import (
     compare_quarantine,
     compare_vehicles,
@@ -120,7 +120,10 @@ def test_faults_from_outside(
         "args": {**base.args, "alpha_dir": str(alpha_dir), "beta_url": beta.url,
                  "store_url": store_url},
     })  # fmt: skip
-    describe = lambda: describe_job(registry.view(JOB))  # noqa: E731
+    def describe() -> str:
+        view = registry.view(JOB)
+        return f"{describe_job(view)}; {driver_log_tail(cluster.settings.layout, view.driver_id)}"
+
     beta.start()
     alpha.start()
     try:

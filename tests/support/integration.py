@@ -74,11 +74,30 @@ def describe_job(view: JobView) -> str:
         f"{name}: batch {info.batch_id} at {source_positions(view).get(name)}"
         for name, info in view.stages.items()
     )
+    age = view.last_batch_age
+    last = "no batch yet" if age is None else f"last batch {age:.1f}s ago"
     return (
         f"job {view.name} v{view.version} {view.state} (driver {view.driver_id} "
-        f"{view.driver_state}, last batch {view.last_batch_age}s ago, error "
+        f"{view.driver_state}, {last}, error "
         f"{str(view.status.error)[:500]}); {stages or 'no stages'}"
     )
+
+
+LOG_SIGNS = (" WARN ", " ERROR ", "Error:", "Exception:")
+LOG_NOISE = ("falling behind", "replaced a previously registered", "AQE", "adaptive.enabled")
+
+
+def driver_log_tail(layout: StateLayout, driver_id: object, lines: int = 15) -> str:
+    """The last ``lines`` lines of a driver's stderr (on whichever worker ran it) that warn or
+    fail, Spark's usual warnings left out: for a failure message when a driver did not do what
+    a test waited for (a CI run's directories are gone after it)."""
+    logs = sorted((layout.cluster_dir / "work").glob(f"*/{driver_id}/stderr"))
+    if not logs:
+        return f"no log of driver {driver_id}"
+    said = [line for line in logs[-1].read_text(errors="replace").splitlines()
+            if any(sign in line for sign in LOG_SIGNS)
+            and not any(noise in line for noise in LOG_NOISE)]  # fmt: skip
+    return f"driver {driver_id}'s log: " + " | ".join(line[:300] for line in said[-lines:])
 
 
 def source_positions(view: JobView) -> dict[str, dict[str, object]]:
