@@ -7,7 +7,9 @@ campaign, judged there on two jobs with health and the oracle after each.)
 1. the master is killed: the job commits on, health says it runs on without the master, and
    the master, started again, knows the job's driver again (its FILESYSTEM recovery; when the
    worker's re-registration wins the race, Spark relaunches the driver instead): one driver,
-   the master's, holds the lease and every stage commits;
+   the master's, holds the lease and every stage commits; when the recovery left the
+   application without executors, the driver fails after ``NO_EXECUTOR_S`` and its relaunch
+   commits before the next fault;
 2. the job's PostgreSQL store unreachable for 20 s (a proxy between the job and the server
    breaks every connection and refuses new ones): the batches wait and retry, the job stays up,
    and every stage commits again once the store is back;
@@ -32,7 +34,13 @@ from typing import Any
 import pytest
 from support.beta_process import BetaProcess
 from support.faults import next_batches
-from support.integration import ClusterHandle, describe_job, driver_log_tail, wait_until
+from support.integration import (
+    ClusterHandle,
+    describe_job,
+    driver_log_tail,
+    wait_quietly,
+    wait_until,
+)
 from support.oracle import (
     compare_quarantine,
     compare_vehicles,
@@ -44,6 +52,7 @@ from support.postgres import cuttable_link, fails_the_test, throwaway_database
 from support.tcp_proxy import TcpProxy
 
 from spark_jobs.runtime.savepointing import committed_offsets
+from spark_jobs.runtime.supervision import NO_EXECUTOR_S
 from streamops.agent.processes import kill_agent
 from streamops.cluster.daemons import MASTER_NAME
 from streamops.health.checks import Level, Thresholds, run_checks
@@ -173,6 +182,21 @@ def test_faults_from_outside(
         next_batches_at = time.time()
         wait_until(lambda: next_batches(cluster, JOB, next_batches_at, STAGES), 120,
                    "every stage to commit under the restarted master", describe=describe)
+        # A recovering master can drop the application's executor and grant it none after
+        # (Spark 4.3, a worker registering again during the recovery): the driver then fails
+        # once it had none for NO_EXECUTOR_S and its relaunch registers a new application.
+        # The store's outage below starts on a job that has its executors.
+        def granted() -> bool:
+            app = registry.view(JOB).status.app_id
+            return any(a.id == app and a.cores > 0 for a in registry.client.active_apps())
+
+        if not wait_quietly(granted, 15):
+            lost_at = time.time()
+            wait_until(lambda: granted() and next_batches(cluster, JOB, lost_at, STAGES),
+                       NO_EXECUTOR_S + 120, "the driver the recovering master left without "
+                       "executors to be relaunched and commit", describe=describe)  # fmt: skip
+            print("master kill: the recovering master left the application without executors; "
+                  f"its relaunch committed {time.time() - lost_at:.1f}s later")  # fmt: skip
 
         # 2. the store unreachable for 20 s: the batches wait and retry, the job stays up
         proxy.cut()

@@ -68,6 +68,16 @@ def wait_until(
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
 
 
+def wait_quietly(check: Callable[[], object], timeout: float, interval: float = 0.5) -> bool:
+    """Whether ``check`` came true within ``timeout`` (no failure when it did not)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
 def describe_job(view: JobView) -> str:
     """One line on a job for a failure message: state, driver, error, per-stage progress."""
     stages = "; ".join(
