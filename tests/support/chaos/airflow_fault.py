@@ -29,11 +29,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from support.airflow_api import Api
 from support.chaos.actions import Inflicted
-from support.chaos.race_faults import ended, restart_hand
+from support.chaos.race_faults import OnJob, ended, restart_hand
 from support.chaos.world import ChaosWorld
 from support.integration import describe_job, wait_until
 
@@ -91,20 +91,6 @@ def _watch_jobs(world: OnJob, seconds: float) -> tuple[int, list[str]]:
                 wrong.append(verdict.summary()[:300])
         time.sleep(2)
     return down, wrong
-
-
-class OnJob(Protocol):
-    """What the fault needs of where it runs: the campaign's world, or the multi-host
-    module's hosts and job (:class:`JobOn`)."""
-
-    @property
-    def settings(self) -> Any: ...
-
-    @property
-    def registry(self) -> Any: ...
-
-    @property
-    def job(self) -> str: ...
 
 
 @dataclass

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from support.chaos.actions import Inflicted
 from support.chaos.world import ChaosWorld
@@ -22,6 +23,20 @@ from streamops.state import op_lease
 
 REFUSED_WITHIN_S = 20.0  # a refusal answers at once; this 2-core machine starts a CLI in ~2 s
 BUSY = "is busy"
+
+
+class OnJob(Protocol):
+    """Where a hand types its command: the campaign's world, or the multi-host module's hosts
+    and job (``support.chaos.airflow_fault.JobOn``)."""
+
+    @property
+    def settings(self) -> Any: ...
+
+    @property
+    def registry(self) -> Any: ...
+
+    @property
+    def job(self) -> str: ...
 
 
 @dataclass
@@ -50,7 +65,7 @@ class Hand:
                 f"with {named.strip()}: {self.out.strip()[-400:]}")  # fmt: skip
 
 
-def _hand(world: ChaosWorld, what: str, *args: str) -> Hand:
+def _hand(world: OnJob, what: str, *args: str) -> Hand:
     argv = [sys.executable, "-m", "streamops", "--state-root", str(world.settings.state_root),
             *args]  # fmt: skip
     env = {**os.environ, **world.settings.to_env()}
@@ -59,12 +74,12 @@ def _hand(world: ChaosWorld, what: str, *args: str) -> Hand:
     return Hand(what, proc, time.time())
 
 
-def restart_hand(world: ChaosWorld) -> Hand:
+def restart_hand(world: OnJob) -> Hand:
     """``streamops restart JOB --mode savepoint`` typed in another terminal."""
     return _hand(world, "restart", "restart", world.job, "--mode", "savepoint")
 
 
-def _holder_pid(world: ChaosWorld) -> int | None:
+def _holder_pid(world: OnJob) -> int | None:
     current = op_lease.read_operation(world.settings.layout, world.job)
     return current.pid if current is not None and op_lease.holder_alive(current) else None
 
