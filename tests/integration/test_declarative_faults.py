@@ -2,7 +2,8 @@
 alone: ``./scripts/test.sh tests/integration/test_declarative_faults.py``).
 
 v1 deployed and running → v2 applied and a reconcile pass (``streamops reconcile``, its own
-process) upgrading it → once the upgrade has asked for its savepoint, the master killed
+process) upgrading it → once the upgrade has asked for its savepoint, an operator's
+``streamops restart`` refused at once, naming the pass that holds the job → the master killed
 (kill -9) and the deployment applied again as ``suspended`` while the master is down → the
 master back (FILESYSTEM recovery), the upgrade pass ends however it ends → the next passes
 must bring the deployment to ``Suspended`` with no driver of the job left, and say how →
@@ -35,6 +36,7 @@ from streamops_contract.sinks import journal_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 JOB = "transactions-decl-faults"
+BUSY = "is busy"
 
 
 def _passes_until(settings: Any, store: Store, phase: str, most: int = 6) -> list[str]:
@@ -86,6 +88,20 @@ def test_suspend_applied_while_an_upgrade_pass_runs_and_the_master_dies(
 
         wait_until(savepoint_asked, 300, "the upgrade pass to ask for its savepoint",
                    describe=lambda: str(read_json(intent_file)))  # fmt: skip
+
+        # a second hand while the pass holds the job: an operator's restart is refused at
+        # once, naming the pass that holds it (the reconcile's side: a unit test)
+        typed = time.monotonic()
+        busy = subprocess.run(
+            [sys.executable, "-m", "streamops", "--state-root", str(settings.state_root),
+             "restart", JOB, "--mode", "last-checkpoint"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        said = busy.stdout + busy.stderr
+        assert busy.returncode != 0 and BUSY in said and f"pid {child.pid}" in said, said[-2000:]
+        last_line = said.strip().splitlines()[-1][:300]
+        print(f"a restart typed during the upgrade pass: refused in "
+              f"{time.monotonic() - typed:.1f}s: {last_line}")  # fmt: skip
 
         # the master killed; the deployment suspended while it is down; the master back
         master = spark_cluster.cluster.daemons()[MASTER_NAME]
