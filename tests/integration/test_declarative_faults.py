@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.chaos.race_faults import BUSY
 from support.declarative_files import apply, spec_file
 from support.integration import ClusterHandle, describe_job, wait_until
 from support.journal_oracle import check_logged_once, wait_logged
@@ -36,7 +37,6 @@ from streamops_contract.sinks import journal_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 JOB = "transactions-decl-faults"
-BUSY = "is busy"
 
 
 def _passes_until(settings: Any, store: Store, phase: str, most: int = 6) -> list[str]:

@@ -52,30 +52,33 @@ def ended_driver(layout: StateLayout, job: str, view: JobView) -> str | None:
     return str(last) if last else None
 
 
+def _poll(check: Callable[[], object], timeout: float, interval: float) -> object:
+    """The first truthy value of ``check``, polled every ``interval`` until ``timeout``; else
+    the last falsy one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
 def wait_until(
     check: Callable[[], object], timeout: float, what: str, interval: float = 1.0,
     describe: Callable[[], str] | None = None,
 ) -> object:  # fmt: skip
     """Poll ``check`` until it returns something truthy; fail naming ``what`` (and what
     ``describe`` says of the situation then)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(interval)
+    value = _poll(check, timeout, interval)
+    if value:
+        return value
     detail = f"; {describe()}" if describe is not None else ""
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
 
 
 def wait_quietly(check: Callable[[], object], timeout: float, interval: float = 0.5) -> bool:
     """Whether ``check`` came true within ``timeout`` (no failure when it did not)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)
-    return True
+    return bool(_poll(check, timeout, interval))
 
 
 def describe_job(view: JobView) -> str:

@@ -4,7 +4,7 @@
   when the drivers run on different workers, the step first restarts one job from its last
   checkpoint until the master placed both drivers on one worker (Spark's standalone master
   places a driver on a shuffled worker with room: one in two or three tries hits, so
-  :data:`ARRANGE_TRIES` fails about once in a thousand), then kills. Both jobs'
+  :data:`ARRANGE_TRIES` fails about once in 650), then kills. Both jobs'
   every stage must commit again (goal :data:`BOTH_GOAL_S`); the node comes back after.
 - ``worker-jvm``: the Worker JVM of the fleet job's driver killed alone: its drivers and
   executors end with it, its host and node agent live on, and the agent's supervisor starts
